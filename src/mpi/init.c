@@ -1,0 +1,152 @@
+/* MPI_Init / MPI_Finalize: parameters, runtime, device, communicators. */
+#include "mpi/mpi_impl.h"
+#include "device/device.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/topo.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+_Atomic int hashi_init_state = HASHI_STATE_PRE_INIT;
+int hashi_thread_level = MPI_THREAD_SINGLE;
+uintptr_t hashi_main_thread;
+
+/* The highest thread level this build really provides. */
+#define HASHI_THREAD_LEVEL_MAX MPI_THREAD_SERIALIZED
+
+struct MPI_ABI_Comm hashi_comm_world = { .name = "MPI_COMM_WORLD" };
+struct MPI_ABI_Comm hashi_comm_self = { .name = "MPI_COMM_SELF" };
+
+void hashi_errors_init(void);
+void hashi_info_env_init(int argc, char **argv);
+
+/* Errors during MPI_Init cannot go through a communicator's handler yet. */
+static __attribute__((noreturn)) void init_failed(const char *func, const char *why)
+{
+    hashi_log("%s: %s", func, why);
+    if (hashi_job.size > 0)
+        hashi_rt_abort(1, why);
+    exit(1);
+}
+
+static int initialize(const char *func, int *argc, char ***argv, int required, int *provided)
+{
+    char err[1024];
+    int expected = HASHI_STATE_PRE_INIT;
+    if (!atomic_compare_exchange_strong(&hashi_init_state, &expected, HASHI_STATE_PRE_INIT)) {
+        hashi_log("%s: MPI_ERR_OTHER: MPI is already %s", func,
+                  expected == HASHI_STATE_FINALIZED ? "finalized" : "initialized");
+        hashi_rt_abort(MPI_ERR_OTHER, "MPI_Init called twice");
+    }
+    if (hashi_params_load(err, sizeof err) != 0)
+        init_failed(func, err);
+    hashi_log_level = (int)hashi_param_int(HASHI_P_VERBOSE);
+
+    if (hashi_rt_init(err, sizeof err) != 0)
+        init_failed(func, err);
+    if (hashi_device_select(err, sizeof err) != 0)
+        init_failed(func, err);
+    if (hashi_device->init(err, sizeof err) != 0)
+        init_failed(func, err);
+    if (hashi_topo_publish() != 0)
+        init_failed(func, "publishing this rank's CPU set through PMIx failed");
+    if (hashi_rt_exchange(err, sizeof err) != 0)
+        init_failed(func, err);
+    hashi_topo_decide();
+    if (hashi_device->connect(err, sizeof err) != 0)
+        init_failed(func, err);
+
+    hashi_comm_world.rank = hashi_job.rank;
+    hashi_comm_world.size = hashi_job.size;
+    hashi_comm_world.context_id = 0;
+    hashi_comm_self.rank = 0;
+    hashi_comm_self.size = 1;
+    hashi_comm_self.context_id = 1;
+    hashi_errors_init();
+
+    hashi_thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
+                       : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
+    if (provided)
+        *provided = hashi_thread_level;
+    hashi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL);
+    hashi_main_thread = (uintptr_t)pthread_self();
+    HASHI_DEBUG(1, "initialized: rank %d of %d on %s, device %s%s", hashi_job.rank, hashi_job.size,
+                hashi_job.hostname, hashi_device->name, hashi_job.singleton ? " (singleton)" : "");
+    atomic_store(&hashi_init_state, HASHI_STATE_INITIALIZED);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Init(int *argc, char ***argv)
+{
+    return initialize("MPI_Init", argc, argv, MPI_THREAD_SINGLE, NULL);
+}
+
+int hashi_impl_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        init_failed("MPI_Init_thread", "MPI_ERR_ARG: required is not a thread level");
+    return initialize("MPI_Init_thread", argc, argv, required, provided);
+}
+
+int hashi_impl_Initialized(int *flag)
+{
+    if (!flag)
+        return hashi_err_raise("MPI_Initialized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
+    /* True after MPI_Init, and still true after MPI_Finalize (the standard). */
+    *flag = hashi_init_state != HASHI_STATE_PRE_INIT;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Finalized(int *flag)
+{
+    if (!flag)
+        return hashi_err_raise("MPI_Finalized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
+    *flag = hashi_init_state == HASHI_STATE_FINALIZED;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Finalize(void)
+{
+    char err[1024];
+    HASHI_CHECK_INITIALIZED("MPI_Finalize");
+    /* Every rank reaches this point before any tears down its device, so no
+     * message a peer still has to deliver or acknowledge is lost. */
+    if (hashi_rt_fence(err, sizeof err) != 0)
+        hashi_log("MPI_Finalize: %s", err);
+    hashi_device->finalize();
+    atomic_store(&hashi_init_state, HASHI_STATE_FINALIZED);
+    hashi_rt_finalize();
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Abort(MPI_Comm comm, int errorcode)
+{
+    char msg[128];
+    (void)comm; /* the whole job ends: the launcher kills every rank */
+    snprintf(msg, sizeof msg, "MPI_Abort(errorcode %d) called by rank %d", errorcode, hashi_job.rank);
+    fflush(stdout);
+    hashi_rt_abort(errorcode, msg);
+}
+
+int hashi_impl_Query_thread(int *provided)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Query_thread");
+    if (!provided)
+        return hashi_err_raise("MPI_Query_thread", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "provided is NULL");
+    *provided = hashi_thread_level;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Is_thread_main(int *flag)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Is_thread_main");
+    if (!flag)
+        return hashi_err_raise("MPI_Is_thread_main", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
+    *flag = (uintptr_t)pthread_self() == hashi_main_thread;
+    return MPI_SUCCESS;
+}

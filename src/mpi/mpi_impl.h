@@ -1,0 +1,69 @@
+/*
+ * The MPI layer's objects. Public handles are pointers to the structs defined
+ * here (the standard ABI declares them incomplete); predefined handles are the
+ * standard's small constants (< 0x400), mapped to static objects.
+ */
+#ifndef HASHI_MPI_IMPL_H
+#define HASHI_MPI_IMPL_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mpi/errors.h"
+#include "mpi/gen_impl.h"
+
+/* Any handle value below this is one of the standard's predefined constants. */
+#define HASHI_PREDEFINED_LIMIT 0x1000u
+static inline int hashi_handle_is_predefined(const void *h)
+{
+    return (uintptr_t)h < HASHI_PREDEFINED_LIMIT;
+}
+
+/* ---- error handlers ---- */
+enum hashi_errhandler_kind {
+    HASHI_EH_FATAL, HASHI_EH_RETURN, HASHI_EH_ABORT, HASHI_EH_USER
+};
+struct MPI_ABI_Errhandler {
+    enum hashi_errhandler_kind kind;
+    enum hashi_obj_kind obj_kind;  /* which object type a user handler is for */
+    void (*user_fn)(void);         /* MPI_Comm_errhandler_function* etc. */
+    atomic_int refcount;           /* predefined ones are never freed */
+};
+struct MPI_ABI_Errhandler *hashi_errhandler_get(MPI_Errhandler h);
+void hashi_errhandler_retain(struct MPI_ABI_Errhandler *eh);
+void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh);
+
+/* ---- communicators ---- */
+struct MPI_ABI_Comm {
+    int rank, size;
+    uint32_t context_id;
+    struct MPI_ABI_Errhandler *errhandler;
+    char name[MPI_MAX_OBJECT_NAME];
+};
+extern struct MPI_ABI_Comm hashi_comm_world, hashi_comm_self;
+
+/* The object behind a communicator handle, or NULL if it is not a valid one. */
+static inline struct MPI_ABI_Comm *hashi_comm_get(MPI_Comm h)
+{
+    if (h == MPI_COMM_WORLD) return &hashi_comm_world;
+    if (h == MPI_COMM_SELF) return &hashi_comm_self;
+    if (hashi_handle_is_predefined(h)) return NULL;
+    return (struct MPI_ABI_Comm *)h;
+}
+
+/* ---- library state ---- */
+enum hashi_init_state { HASHI_STATE_PRE_INIT, HASHI_STATE_INITIALIZED, HASHI_STATE_FINALIZED };
+extern _Atomic int hashi_init_state;
+extern int hashi_thread_level;
+extern uintptr_t hashi_main_thread;
+
+/* Calls that need MPI_Init first end with this when it has not happened. */
+int hashi_err_not_initialized(const char *func);
+#define HASHI_CHECK_INITIALIZED(func)                                          \
+    do {                                                                       \
+        if (hashi_init_state != HASHI_STATE_INITIALIZED)                       \
+            return hashi_err_not_initialized(func);                            \
+    } while (0)
+
+#endif

@@ -1,0 +1,226 @@
+/* PMIx client: job identity, locality and the modex. */
+#include "runtime/rt.h"
+#include "runtime/log.h"
+#include "runtime/topo.h"
+
+#include <pmix.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+struct hashi_job hashi_job;
+static pmix_proc_t self_proc;
+static int pmix_up;
+
+static int get_u32(const pmix_proc_t *proc, const char *key, uint32_t *out)
+{
+    pmix_value_t *val = NULL;
+    if (PMIx_Get(proc, key, NULL, 0, &val) != PMIX_SUCCESS || !val)
+        return -1;
+    int rc = 0;
+    switch (val->type) {
+    case PMIX_UINT32: *out = val->data.uint32; break;
+    case PMIX_UINT16: *out = val->data.uint16; break;
+    case PMIX_INT: *out = (uint32_t)val->data.integer; break; /* Slurm's APPNUM */
+    case PMIX_INT32: *out = (uint32_t)val->data.int32; break;
+    case PMIX_UINT64: *out = (uint32_t)val->data.uint64; break;
+    case PMIX_PROC_RANK: *out = val->data.rank; break;
+    default: rc = -1; break;
+    }
+    PMIX_VALUE_RELEASE(val);
+    return rc;
+}
+
+static char *get_string(const pmix_proc_t *proc, const char *key)
+{
+    pmix_value_t *val = NULL;
+    if (PMIx_Get(proc, key, NULL, 0, &val) != PMIX_SUCCESS || !val)
+        return NULL;
+    char *s = NULL;
+    if (val->type == PMIX_STRING && val->data.string)
+        s = strdup(val->data.string);
+    PMIX_VALUE_RELEASE(val);
+    return s;
+}
+
+static void parse_local_peers(const char *list)
+{
+    const char *p = list;
+    while (p && *p) {
+        char *end;
+        long r = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (r >= 0 && r < hashi_job.size)
+            hashi_job.peer_is_local[r] = 1;
+        p = *end == ',' ? end + 1 : NULL;
+    }
+}
+
+static int job_key_from_env(void)
+{
+    const char *key = getenv("HASHI_JOB_KEY");
+    if (key && *key) {
+        hashi_job.key = strtoull(key, NULL, 16);
+        return 0;
+    }
+    /* No launcher key (srun, a singleton): derive one every rank agrees on. */
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = hashi_job.nspace; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    if (hashi_job.singleton) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, 0) == sizeof r)
+            h ^= r;
+    }
+    hashi_job.key = h ? h : 1;
+    return 0;
+}
+
+int hashi_rt_init(char *err, size_t errlen)
+{
+    memset(&hashi_job, 0, sizeof hashi_job);
+    if (gethostname(hashi_job.hostname, sizeof hashi_job.hostname - 1) != 0)
+        strcpy(hashi_job.hostname, "localhost");
+    const char *dir = getenv("HASHI_JOB_DIR");
+    if (dir)
+        snprintf(hashi_job.job_dir, sizeof hashi_job.job_dir, "%s", dir);
+
+    pmix_status_t rc = PMIx_Init(&self_proc, NULL, 0);
+    if (rc != PMIX_SUCCESS && rc != PMIX_ERR_UNREACH) {
+        snprintf(err, errlen, "PMIx_Init failed: %s", PMIx_Error_string(rc));
+        return -1;
+    }
+    pmix_up = 1;
+    /* Without a launcher PMIx returns UNREACH but works as a one-process job. */
+    hashi_job.singleton = rc == PMIX_ERR_UNREACH;
+    snprintf(hashi_job.nspace, sizeof hashi_job.nspace, "%s", self_proc.nspace);
+    hashi_job.rank = (int)self_proc.rank;
+
+    pmix_proc_t wild;
+    PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
+    uint32_t v;
+    hashi_job.size = get_u32(&wild, PMIX_JOB_SIZE, &v) == 0 ? (int)v : 1;
+    hashi_job.universe_size = get_u32(&wild, PMIX_UNIV_SIZE, &v) == 0 ? (int)v : hashi_job.size;
+    hashi_job.local_size = get_u32(&wild, PMIX_LOCAL_SIZE, &v) == 0 ? (int)v : 1;
+    hashi_job.num_nodes = get_u32(&wild, PMIX_NUM_NODES, &v) == 0 ? (int)v : 1;
+    hashi_job.local_rank = get_u32(&self_proc, PMIX_LOCAL_RANK, &v) == 0 ? (int)v : 0;
+    hashi_job.node_id = get_u32(&self_proc, PMIX_NODEID, &v) == 0 ? (int)v : 0;
+    hashi_job.appnum = get_u32(&self_proc, PMIX_APPNUM, &v) == 0 ? (int)v : 0;
+    if (hashi_job.size < 1 || hashi_job.rank < 0 || hashi_job.rank >= hashi_job.size) {
+        snprintf(err, errlen, "PMIx reports rank %d of a job of size %d", hashi_job.rank, hashi_job.size);
+        return -1;
+    }
+    if (hashi_job.universe_size < hashi_job.size)
+        hashi_job.universe_size = hashi_job.size;
+
+    hashi_job.peer_is_local = calloc((size_t)hashi_job.size, 1);
+    if (!hashi_job.peer_is_local) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char *peers = get_string(&wild, PMIX_LOCAL_PEERS);
+    if (peers) {
+        parse_local_peers(peers);
+        free(peers);
+    } else if (hashi_job.local_size == hashi_job.size) {
+        memset(hashi_job.peer_is_local, 1, (size_t)hashi_job.size);
+    }
+    hashi_job.peer_is_local[hashi_job.rank] = 1;
+    job_key_from_env();
+    hashi_log_set_rank(hashi_job.rank);
+    return 0;
+}
+
+void hashi_rt_finalize(void)
+{
+    if (pmix_up) {
+        PMIx_Finalize(NULL, 0);
+        pmix_up = 0;
+    }
+    free(hashi_job.peer_is_local);
+    hashi_job.peer_is_local = NULL;
+}
+
+void hashi_rt_abort(int code, const char *msg)
+{
+    if (pmix_up && !hashi_job.singleton) {
+        pmix_proc_t wild;
+        PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
+        /* The launcher kills the job and exits with code; do not wait for it. */
+        PMIx_Abort(code, msg ? msg : "MPI_Abort", &wild, 1);
+        /* A launcher without abort support: fall through and exit ourselves. */
+    }
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code);
+}
+
+int hashi_rt_put(const char *key, const void *data, size_t len)
+{
+    pmix_value_t val;
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)(uintptr_t)data;
+    val.data.bo.size = len;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &val);
+    return rc == PMIX_SUCCESS ? 0 : -1;
+}
+
+static int fence(int collect, char *err, size_t errlen)
+{
+    if (hashi_job.singleton)
+        return 0;
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    pmix_proc_t wild;
+    PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
+    pmix_status_t rc = PMIx_Fence(&wild, 1, collect ? &info : NULL, collect ? 1 : 0);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS) {
+        /* PARTIAL_SUCCESS: a peer died before reaching the fence. */
+        snprintf(err, errlen, "PMIx_Fence failed: %s%s", PMIx_Error_string(rc),
+                 rc == PMIX_ERR_PARTIAL_SUCCESS ? " (a rank of the job has exited)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+int hashi_rt_exchange(char *err, size_t errlen)
+{
+    if (PMIx_Commit() != PMIX_SUCCESS) {
+        snprintf(err, errlen, "PMIx_Commit failed");
+        return -1;
+    }
+    return fence(1, err, errlen);
+}
+
+int hashi_rt_fence(char *err, size_t errlen)
+{
+    return fence(0, err, errlen);
+}
+
+int hashi_rt_get(int rank, const char *key, void **data, size_t *len)
+{
+    pmix_proc_t proc;
+    pmix_value_t *val = NULL;
+    PMIX_LOAD_PROCID(&proc, self_proc.nspace, (pmix_rank_t)rank);
+    if (PMIx_Get(&proc, key, NULL, 0, &val) != PMIX_SUCCESS || !val)
+        return -1;
+    int rc = -1;
+    if (val->type == PMIX_BYTE_OBJECT) {
+        *len = val->data.bo.size;
+        *data = malloc(*len ? *len : 1);
+        if (*data) {
+            memcpy(*data, val->data.bo.bytes, *len);
+            rc = 0;
+        }
+    }
+    PMIX_VALUE_RELEASE(val);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * The runtime: who this process is in the job, and the PMIx wire-up (modex)
+ * that devices use to exchange their addresses. Ranks are plain PMIx clients,
+ * so the same binary runs under Hashi's mpirun, srun --mpi=pmix and Open MPI's
+ * mpirun; without a launcher it is a one-rank job (singleton).
+ */
+#ifndef HASHI_RUNTIME_RT_H
+#define HASHI_RUNTIME_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hashi_job {
+    int rank, size;             /* in MPI_COMM_WORLD */
+    int local_rank, local_size; /* among the ranks on this node */
+    int node_id, num_nodes;
+    int appnum;
+    int universe_size;
+    int singleton;              /* started without a launcher */
+    int oversubscribed;         /* more ranks on this node than cores they may use */
+    uint64_t key;               /* job key: checked when attaching shared resources */
+    char hostname[256];
+    char job_dir[4096];         /* private 0700 directory removed by the launcher ("" if none) */
+    char nspace[256];
+    unsigned char *peer_is_local; /* size entries: 1 if the rank shares this node */
+};
+
+extern struct hashi_job hashi_job;
+
+/* Connect to the launcher (or become a singleton). 0, or -1 with a message in err. */
+int hashi_rt_init(char *err, size_t errlen);
+/* Tell the launcher this rank finalized cleanly. */
+void hashi_rt_finalize(void);
+/* End the whole job with this exit code (MPI_Abort). Never returns. */
+__attribute__((noreturn)) void hashi_rt_abort(int code, const char *msg);
+
+/* Modex: publish a blob under a key, then exchange with every rank (collective). */
+int hashi_rt_put(const char *key, const void *data, size_t len);
+int hashi_rt_exchange(char *err, size_t errlen);
+/* Fetch a peer's blob after the exchange. *data is malloc'd (caller frees). */
+int hashi_rt_get(int rank, const char *key, void **data, size_t *len);
+/* A barrier through the launcher (slow path: init and finalize only). */
+int hashi_rt_fence(char *err, size_t errlen);
+
+#endif
