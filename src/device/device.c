@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const struct hashi_device_ops hashi_device_ofi;
+extern struct hashi_device_ops hashi_device_ofi;
 
 /* In order of preference for HASHI_DEVICE=auto. */
-static const struct hashi_device_ops *const compiled_devices[] = {
+static struct hashi_device_ops *const compiled_devices[] = {
     &hashi_device_ofi,
 };
 
-const struct hashi_device_ops *hashi_device;
+struct hashi_device_ops *hashi_device;
 
 static int transport_allowed(const struct hashi_device_ops *dev, const char *transport)
 {
@@ -39,7 +39,7 @@ int hashi_device_select(char *err, size_t errlen)
     const char *transport = hashi_param_str(HASHI_P_TRANSPORT);
     size_t n = sizeof compiled_devices / sizeof *compiled_devices;
     for (size_t i = 0; i < n; i++) {
-        const struct hashi_device_ops *dev = compiled_devices[i];
+        struct hashi_device_ops *dev = compiled_devices[i];
         if (strcmp(name, "auto") != 0 && strcasecmp(name, dev->name) != 0)
             continue;
         if (!transport_allowed(dev, transport)) {

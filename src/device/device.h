@@ -3,18 +3,82 @@
  * HASHI_DEVICE. A device is a protocol (ofi, dimmnet, maestro, bds, dcfa); the
  * seed devices run on a transport (emu, fabric) underneath.
  *
- * This header carries the lifecycle every device implements. The point-to-point,
- * collective and RMA tables join it with the MPI point-to-point core.
+ * Shapes. The MPI layer always talks to a device through the MTL-shaped
+ * point-to-point table below (isend/irecv/probe/cancel, matching done by the
+ * device). A device that matches by itself (ofi tagged, Maestro's engine) fills
+ * it directly. A BTL-shaped device (DIMMnet: inline sends, buffered sends,
+ * RDMA put/get) instead fills the active-message table of
+ * device/common/am.h and takes the shared matching core's point-to-point table
+ * (hashi_am_p2p_ops), which runs the eager / rendezvous / synchronous protocols
+ * over it. Collective and RMA entry points are optional: NULL means the generic
+ * algorithm of src/mpi/coll runs on the device's point-to-point.
+ *
+ * Addressing. Peers are named by their rank in MPI_COMM_WORLD (dest_world);
+ * envelopes carry the sender's rank *in the communicator* and the communicator's
+ * context id, so status.MPI_SOURCE needs no translation on the receive side.
  */
 #ifndef HASHI_DEVICE_H
 #define HASHI_DEVICE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct MPI_ABI_Request;
+struct hashi_message;      /* a message matched by Mprobe, owned by the device */
+
+/* What a receive or probe matches: wildcards are MPI_ANY_SOURCE / MPI_ANY_TAG. */
+struct hashi_match {
+    uint32_t context_id;
+    int source;             /* rank in the communicator, or MPI_ANY_SOURCE */
+    int tag;                /* or MPI_ANY_TAG */
+};
+
+/* What a probe learns about a pending message. */
+struct hashi_envelope {
+    int source;             /* rank in the communicator */
+    int tag;
+    uint64_t bytes;
+};
+
+struct hashi_device_p2p_ops {
+    /*
+     * Start a send of req->dev_bytes contiguous bytes at req->dev_buf to
+     * req->dest_world, envelope (req->context_id, req->my_comm_rank, req->tag),
+     * mode req->send_mode (standard, synchronous, ready). The device completes
+     * the request with hashi_request_complete() when the buffer may be reused
+     * (synchronous: after the receiver matched). Standard sends up to the
+     * device's eager limit must complete without the receiver's help.
+     */
+    int (*isend)(struct MPI_ABI_Request *req);
+    /*
+     * Post a receive of at most req->dev_bytes into req->dev_buf matching
+     * req->match. On completion the device sets status source, tag and byte
+     * count (hashi_status_set_bytes) and MPI_ERR_TRUNCATE if the message was
+     * longer (never writing past dev_bytes).
+     */
+    int (*irecv)(struct MPI_ABI_Request *req);
+    /* Nonblocking probe; *flag = 1 and env filled if a matching message is there. */
+    int (*iprobe)(const struct hashi_match *m, int *flag, struct hashi_envelope *env);
+    /* Matched probe: the message is removed from matching and returned in *msg. */
+    int (*improbe)(const struct hashi_match *m, int *flag, struct hashi_envelope *env,
+                   struct hashi_message **msg);
+    /* Receive a message returned by improbe into req (dev_buf, dev_bytes). */
+    int (*imrecv)(struct MPI_ABI_Request *req, struct hashi_message *msg);
+    /* Cancel a posted receive: 1 if it was cancelled (then the device completes
+     * it with the cancelled flag), 0 if it already matched. */
+    int (*cancel_recv)(struct MPI_ABI_Request *req);
+    /* Cancel a send that has not been matched; NULL if the device cannot. */
+    int (*cancel_send)(struct MPI_ABI_Request *req);
+    /* Advance communication; returns how many operations it completed. */
+    int (*progress)(void);
+    /* The largest message the device sends eagerly (standard mode completes locally). */
+    size_t eager_limit;
+};
 
 struct hashi_device_ops {
     const char *name;
     const char *description;
-    /* Transports the device can run on ("auto" always accepted), NULL if it has none. */
+    /* Transports the device can run on ("emu,fabric"), NULL if it chooses none. */
     const char *transports;
     /* Open local resources and publish this rank's address in the modex. */
     int (*init)(char *err, size_t errlen);
@@ -22,10 +86,12 @@ struct hashi_device_ops {
     int (*connect)(char *err, size_t errlen);
     /* Release everything (after the finalize fence: no traffic is in flight). */
     void (*finalize)(void);
+    /* Point-to-point, filled by init (a device may choose its shape at run time). */
+    struct hashi_device_p2p_ops p2p;
 };
 
 /* The device chosen at MPI_Init. */
-extern const struct hashi_device_ops *hashi_device;
+extern struct hashi_device_ops *hashi_device;
 
 /*
  * Choose the device from HASHI_DEVICE / HASHI_TRANSPORT (validated against the

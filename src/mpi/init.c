@@ -5,6 +5,7 @@
 #include "runtime/params.h"
 #include "runtime/rt.h"
 #include "runtime/topo.h"
+#include "runtime/wake.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,10 +20,17 @@ uintptr_t hashi_main_thread;
 /* The highest thread level this build really provides. */
 #define HASHI_THREAD_LEVEL_MAX MPI_THREAD_SERIALIZED
 
-struct MPI_ABI_Comm hashi_comm_world = { .name = "MPI_COMM_WORLD" };
-struct MPI_ABI_Comm hashi_comm_self = { .name = "MPI_COMM_SELF" };
+struct MPI_ABI_Comm hashi_comm_world = { .magic = HASHI_COMM_MAGIC, .refcount = 1, .name = "MPI_COMM_WORLD" };
+struct MPI_ABI_Comm hashi_comm_self = { .magic = HASHI_COMM_MAGIC, .refcount = 1, .name = "MPI_COMM_SELF" };
 
 void hashi_errors_init(void);
+/* INTEGRATION: weak while the parts land in parallel; made strong once all are in. */
+#pragma weak hashi_types_init
+#pragma weak hashi_comms_init
+#pragma weak hashi_comms_finalize
+#pragma weak hashi_p2p_init
+#pragma weak hashi_p2p_finalize
+#define CALL_IF_PRESENT(fn) do { if (fn) fn(); } while (0)
 void hashi_info_env_init(int argc, char **argv);
 
 /* Errors during MPI_Init cannot go through a communicator's handler yet. */
@@ -53,21 +61,34 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
         init_failed(func, err);
     if (hashi_device->init(err, sizeof err) != 0)
         init_failed(func, err);
+    if (hashi_wake_create(err, sizeof err) != 0)
+        init_failed(func, err);
     if (hashi_topo_publish() != 0)
         init_failed(func, "publishing this rank's CPU set through PMIx failed");
     if (hashi_rt_exchange(err, sizeof err) != 0)
         init_failed(func, err);
     hashi_topo_decide();
+    if (hashi_wake_attach(err, sizeof err) != 0)
+        init_failed(func, err);
     if (hashi_device->connect(err, sizeof err) != 0)
         init_failed(func, err);
+    if (hashi_wake_needs_unlink()) {
+        /* No launcher directory to hold it: unlink once every rank is attached. */
+        if (hashi_rt_fence(err, sizeof err) != 0)
+            init_failed(func, err);
+        hashi_wake_unlink();
+    }
 
     hashi_comm_world.rank = hashi_job.rank;
     hashi_comm_world.size = hashi_job.size;
     hashi_comm_world.context_id = 0;
     hashi_comm_self.rank = 0;
     hashi_comm_self.size = 1;
-    hashi_comm_self.context_id = 1;
+    hashi_comm_self.context_id = 2;
     hashi_errors_init();
+    CALL_IF_PRESENT(hashi_types_init);
+    CALL_IF_PRESENT(hashi_comms_init);
+    CALL_IF_PRESENT(hashi_p2p_init);
 
     hashi_thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
                        : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
@@ -118,7 +139,10 @@ int hashi_impl_Finalize(void)
      * message a peer still has to deliver or acknowledge is lost. */
     if (hashi_rt_fence(err, sizeof err) != 0)
         hashi_log("MPI_Finalize: %s", err);
+    CALL_IF_PRESENT(hashi_p2p_finalize);
+    CALL_IF_PRESENT(hashi_comms_finalize);
     hashi_device->finalize();
+    hashi_wake_detach();
     atomic_store(&hashi_init_state, HASHI_STATE_FINALIZED);
     hashi_rt_finalize();
     return MPI_SUCCESS;

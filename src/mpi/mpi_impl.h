@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mpi/errors.h"
@@ -34,23 +35,62 @@ struct MPI_ABI_Errhandler *hashi_errhandler_get(MPI_Errhandler h);
 void hashi_errhandler_retain(struct MPI_ABI_Errhandler *eh);
 void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh);
 
+/* ---- groups ---- */
+struct MPI_ABI_Group {
+    uint32_t magic;               /* HASHI_GROUP_MAGIC */
+    int size;
+    int rank;                     /* this process's rank in the group, or MPI_UNDEFINED */
+    int *world_ranks;             /* group rank -> MPI_COMM_WORLD rank */
+    atomic_int refcount;
+};
+#define HASHI_GROUP_MAGIC 0x47525550u
+
 /* ---- communicators ---- */
+/*
+ * Context ids come in pairs: context_id (even) carries user point-to-point,
+ * context_id + 1 the library's own traffic on the communicator (collectives,
+ * agreement), so internal messages never match a user's receive.
+ */
 struct MPI_ABI_Comm {
+    uint32_t magic;               /* HASHI_COMM_MAGIC */
     int rank, size;
     uint32_t context_id;
+    struct MPI_ABI_Group *group;  /* members, as world ranks */
+    const int *world_ranks;       /* group->world_ranks, or NULL for the identity (world) */
     struct MPI_ABI_Errhandler *errhandler;
+    atomic_int refcount;
     char name[MPI_MAX_OBJECT_NAME];
+    void *attributes;             /* cached attributes (keyvals) */
+    void *topology;               /* Cartesian / graph / dist-graph, or NULL */
+    void *coll_state;             /* per-communicator collective state (tags, schedules) */
 };
+#define HASHI_COMM_MAGIC 0x434f4d4du
 extern struct MPI_ABI_Comm hashi_comm_world, hashi_comm_self;
+
+static inline uint32_t hashi_comm_coll_context(const struct MPI_ABI_Comm *c)
+{
+    return c->context_id + 1;
+}
+static inline int hashi_comm_to_world(const struct MPI_ABI_Comm *c, int rank)
+{
+    return c->world_ranks ? c->world_ranks[rank] : rank;
+}
 
 /* The object behind a communicator handle, or NULL if it is not a valid one. */
 static inline struct MPI_ABI_Comm *hashi_comm_get(MPI_Comm h)
 {
     if (h == MPI_COMM_WORLD) return &hashi_comm_world;
     if (h == MPI_COMM_SELF) return &hashi_comm_self;
-    if (hashi_handle_is_predefined(h)) return NULL;
+    if (hashi_handle_is_predefined(h) || h->magic != HASHI_COMM_MAGIC) return NULL;
     return (struct MPI_ABI_Comm *)h;
 }
+
+/* ---- set-up and tear-down of each part, called by MPI_Init / MPI_Finalize ---- */
+void hashi_types_init(void);        /* datatype.c: the predefined types */
+void hashi_comms_init(void);        /* comm.c: world/self groups, context ids */
+void hashi_comms_finalize(void);
+void hashi_p2p_init(void);          /* p2p: request pools, Bsend state */
+void hashi_p2p_finalize(void);
 
 /* ---- library state ---- */
 enum hashi_init_state { HASHI_STATE_PRE_INIT, HASHI_STATE_INITIALIZED, HASHI_STATE_FINALIZED };

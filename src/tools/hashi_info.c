@@ -167,18 +167,26 @@ static void report_unknown_param(const char *name)
 
 /*
  * What a parameter is set to. hashi_params_load keeps the default for a value
- * it rejects; the rejected text is returned in *rejected so the table can say
- * why the default is in use.
+ * it rejects; the rejected text is returned in *rejected (and the reason in
+ * why, when asked) so the table can say why the default is in use.
  */
-static const char *param_current(int id, const char **rejected)
+static const char *param_current_why(int id, const char **rejected, char *why, size_t whylen)
 {
     const struct hashi_param_desc *d = &hashi_param_table[id];
     const char *env = getenv(d->name);
     char err[512];
     *rejected = NULL;
-    if (env && hashi_param_check((enum hashi_param_id)id, env, err, sizeof err) != 0)
+    if (env && hashi_param_check((enum hashi_param_id)id, env, err, sizeof err) != 0) {
         *rejected = env;
+        if (why)
+            snprintf(why, whylen, "%s", err);
+    }
     return hashi_param_str((enum hashi_param_id)id);
+}
+
+static const char *param_current(int id, const char **rejected)
+{
+    return param_current_why(id, rejected, NULL, 0);
 }
 
 /* "auto,ofi" -> "auto | ofi" for the human format. */
@@ -234,7 +242,8 @@ static void print_param_row(int id, int name_width)
 {
     const struct hashi_param_desc *d = &hashi_param_table[id];
     const char *rejected;
-    const char *value = param_current(id, &rejected);
+    char why[512];
+    const char *value = param_current_why(id, &rejected, why, sizeof why);
     char type[512];
 
     if (d->type == HASHI_PARAM_ENUM && d->choices) {
@@ -248,7 +257,7 @@ static void print_param_row(int id, int name_width)
            quoted_if_empty(d->default_value), type,
            rejected ? "" : hashi_param_is_set((enum hashi_param_id)id) ? " [set in the environment]" : "");
     if (rejected)
-        printf("  %-*s   ! %s=%s is not valid: the default is used\n", name_width, "", d->name, rejected);
+        printf("  %-*s   ! %s; the default is used\n", name_width, "", why);
     printf("  %-*s   %s\n", name_width, "", d->doc);
 }
 
@@ -257,7 +266,8 @@ static void print_param_detail(int id)
 {
     const struct hashi_param_desc *d = &hashi_param_table[id];
     const char *rejected;
-    const char *value = param_current(id, &rejected);
+    char why[512];
+    const char *value = param_current_why(id, &rejected, why, sizeof why);
 
     if (parsable_output) {
         print_param_parsable(id);
@@ -268,7 +278,7 @@ static void print_param_detail(int id)
            rejected ? "default: the environment's value is not valid"
            : hashi_param_is_set((enum hashi_param_id)id) ? "from the environment" : "default");
     if (rejected)
-        printf("  invalid: %s=%s\n", d->name, rejected);
+        printf("  invalid: %s\n", why);
     printf("  default: %s\n", quoted_if_empty(d->default_value));
     printf("  type:    %s\n", hashi_param_type_name(d->type));
     if (d->type == HASHI_PARAM_ENUM && d->choices) {
@@ -361,11 +371,12 @@ static void emit_selection(const char *what, const char *label, enum hashi_param
         printf("selected:%s:%s\n", what, value);
         return;
     }
-    if (strcmp(value, hashi_param_table[id].default_value) == 0 && !hashi_param_is_set(id))
-        printf("%*s: %s (%s sets another)\n", LABEL_WIDTH, label, value, hashi_param_table[id].name);
+    if (rejected || !hashi_param_is_set(id))
+        printf("%*s: %s (%s or mpirun --%s chooses another)\n", LABEL_WIDTH, label, value,
+               hashi_param_table[id].name, what);
     else
-        printf("%*s: %s (default %s; from %s)\n", LABEL_WIDTH, label, value,
-               hashi_param_table[id].default_value, hashi_param_table[id].name);
+        printf("%*s: %s (from %s; the default is %s)\n", LABEL_WIDTH, label, value,
+               hashi_param_table[id].name, hashi_param_table[id].default_value);
 }
 
 /* Where the MPI library this program loaded lives: the one users' programs get. */
@@ -380,11 +391,16 @@ static void print_build(const struct options *opt)
 {
     emit("version:hashi", "Hashi", "%s", PACKAGE_VERSION);
     emit("version:mpi", "MPI standard", "%s", HASHI_INFO_MPI_VERSION);
-    emit("version:abi", "MPI ABI", "%s (libmpi_abi.so.1)", HASHI_INFO_ABI_VERSION);
+    if (parsable_output)
+        printf("version:abi:%s\n", HASHI_INFO_ABI_VERSION);
+    else
+        printf("%*s: %s (the standard ABI: libmpi_abi.so.1)\n", LABEL_WIDTH, "MPI ABI", HASHI_INFO_ABI_VERSION);
     emit("build:cc", "Build compiler", "%s", HASHI_BUILD_CC);
     if (opt->all) {
-        emit("build:configure_args", "Configure arguments", "%s",
-             HASHI_CONFIGURE_ARGS[0] ? HASHI_CONFIGURE_ARGS : "(none)");
+        /* autoconf's list starts with a space */
+        const char *args = HASHI_CONFIGURE_ARGS;
+        args += strspn(args, " ");
+        emit("build:configure_args", "Configure arguments", "%s", args[0] ? args : "(none)");
         emit("path:prefix", "Prefix", "%s", HASHI_INFO_PREFIX);
         emit("path:bindir", "Programs", "%s", HASHI_INFO_BINDIR);
         emit("path:libdir", "Libraries", "%s", HASHI_INFO_LIBDIR);
@@ -417,6 +433,19 @@ static bool name_listed(char **names, size_t count, const char *name)
         if (strcmp(names[i], name) == 0)
             return true;
     return false;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_endpoint_kind(const struct fi_info *a, const struct fi_info *b)
+{
+    return a->fabric_attr && b->fabric_attr && a->domain_attr && b->domain_attr && a->ep_attr &&
+           b->ep_attr && same_string(a->fabric_attr->prov_name, b->fabric_attr->prov_name) &&
+           same_string(a->fabric_attr->name, b->fabric_attr->name) &&
+           same_string(a->domain_attr->name, b->domain_attr->name) && a->ep_attr->type == b->ep_attr->type;
 }
 
 static void print_fabric(const struct options *opt)
@@ -472,10 +501,20 @@ static void print_fabric(const struct options *opt)
     if (opt->all) {
         section("libfabric endpoints (provider, fabric, domain, endpoint type):");
         for (struct fi_info *fi = list; fi; fi = fi->next) {
+            /* Providers list one entry per capability set: show each place once. */
+            bool seen = false;
+            for (struct fi_info *prev = list; prev != fi && !seen; prev = prev->next)
+                seen = same_endpoint_kind(prev, fi);
+            if (seen)
+                continue;
             const char *prov = fi->fabric_attr && fi->fabric_attr->prov_name ? fi->fabric_attr->prov_name : "?";
             const char *fabric = fi->fabric_attr && fi->fabric_attr->name ? fi->fabric_attr->name : "?";
             const char *domain = fi->domain_attr && fi->domain_attr->name ? fi->domain_attr->name : "?";
-            const char *ep_type = fi->ep_attr ? fi_tostr(&fi->ep_attr->type, FI_TYPE_EP_TYPE) : "?";
+            /* fi_tostr returns a static buffer that ends in a newline for some types */
+            char ep_type[64];
+            snprintf(ep_type, sizeof ep_type, "%s",
+                     fi->ep_attr ? fi_tostr(&fi->ep_attr->type, FI_TYPE_EP_TYPE) : "?");
+            ep_type[strcspn(ep_type, "\n")] = '\0';
             if (parsable_output)
                 printf("endpoint:%s:%s:%s:%s\n", prov, fabric, domain, ep_type);
             else
@@ -538,9 +577,13 @@ static void print_topology(const struct options *opt)
         for (size_t i = 0; i < sizeof caches / sizeof caches[0]; i++) {
             int n = hwloc_get_nbobjs_by_type(topo, caches[i].type);
             hwloc_obj_t first = n > 0 ? hwloc_get_obj_by_type(topo, caches[i].type, 0) : NULL;
-            if (first && first->attr)
-                emit(caches[i].key, caches[i].label, "%d x %llu KiB", n,
-                     (unsigned long long)first->attr->cache.size / 1024);
+            if (!first || !first->attr)
+                continue;
+            unsigned long long kib = (unsigned long long)first->attr->cache.size / 1024;
+            if (kib >= 1024 && kib % 1024 == 0)
+                emit(caches[i].key, caches[i].label, "%d x %llu MiB", n, kib / 1024);
+            else
+                emit(caches[i].key, caches[i].label, "%d x %llu KiB", n, kib);
         }
     }
     hwloc_topology_destroy(topo);

@@ -125,7 +125,7 @@ static void ofi_finalize(void)
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
 }
 
-const struct hashi_device_ops hashi_device_ofi = {
+struct hashi_device_ops hashi_device_ofi = {
     .name = "ofi",
     .description = "reference device: libfabric tagged messages on RDM endpoints (FI_PROVIDER selects the provider)",
     .transports = NULL,

@@ -1,0 +1,552 @@
+/*
+ * Checks include/mpi.h against the MPI 5.0 standard ABI: type sizes, the
+ * MPI_Status layout, predefined handle values and integer constants.
+ *
+ * The expected values are written here as literals from the standard, not
+ * taken from the header, so a wrong value in the header fails this test.
+ * No MPI function is called: the program needs the header only and runs
+ * without a launcher. Exit status 0 when every check passes; otherwise each
+ * failing check is printed and the status is 1.
+ */
+#include <mpi.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static int checks;
+static int failures;
+
+static void check_value(const char *what, long long got, long long want)
+{
+    checks++;
+    if (got != want) {
+        failures++;
+        printf("FAIL: %s is %lld (0x%llx), the standard ABI says %lld (0x%llx)\n",
+               what, got, (unsigned long long)got, want, (unsigned long long)want);
+    }
+}
+
+static void check_true(const char *what, int ok)
+{
+    checks++;
+    if (!ok) {
+        failures++;
+        printf("FAIL: %s\n", what);
+    }
+}
+
+/* An integer constant or a predefined handle (pointer-valued constant). */
+#define EXPECT(name, want) check_value(#name, (long long)(name), (long long)(want))
+#define EXPECT_HANDLE(name, want) check_value(#name, (long long)(intptr_t)(name), (long long)(want))
+
+/* _Generic tells whether a typedef is exactly the standard's type. */
+#define IS_TYPE(expr, type) _Generic((expr), type: 1, default: 0)
+
+static void check_types(void)
+{
+    check_true("MPI_Aint is intptr_t", IS_TYPE((MPI_Aint)0, intptr_t));
+    check_true("MPI_Offset is int64_t", IS_TYPE((MPI_Offset)0, int64_t));
+    check_true("MPI_Count is int64_t", IS_TYPE((MPI_Count)0, int64_t));
+    check_true("MPI_Fint is int", IS_TYPE((MPI_Fint)0, int));
+    EXPECT(sizeof(MPI_Aint), sizeof(intptr_t));
+    EXPECT(sizeof(MPI_Offset), 8);
+    EXPECT(sizeof(MPI_Count), 8);
+    EXPECT(sizeof(MPI_Fint), 4);
+
+    /* Every handle is one pointer wide. */
+    EXPECT(sizeof(MPI_Comm), sizeof(void *));
+    EXPECT(sizeof(MPI_Datatype), sizeof(void *));
+    EXPECT(sizeof(MPI_Errhandler), sizeof(void *));
+    EXPECT(sizeof(MPI_File), sizeof(void *));
+    EXPECT(sizeof(MPI_Group), sizeof(void *));
+    EXPECT(sizeof(MPI_Info), sizeof(void *));
+    EXPECT(sizeof(MPI_Message), sizeof(void *));
+    EXPECT(sizeof(MPI_Op), sizeof(void *));
+    EXPECT(sizeof(MPI_Request), sizeof(void *));
+    EXPECT(sizeof(MPI_Session), sizeof(void *));
+    EXPECT(sizeof(MPI_Win), sizeof(void *));
+    EXPECT(sizeof(MPI_T_enum), sizeof(void *));
+    EXPECT(sizeof(MPI_T_cvar_handle), sizeof(void *));
+    EXPECT(sizeof(MPI_T_pvar_handle), sizeof(void *));
+    EXPECT(sizeof(MPI_T_pvar_session), sizeof(void *));
+    EXPECT(sizeof(MPI_T_event_registration), sizeof(void *));
+    EXPECT(sizeof(MPI_T_event_instance), sizeof(void *));
+}
+
+static void check_status(void)
+{
+    MPI_Status status;
+    EXPECT(sizeof(MPI_Status), 32);
+    EXPECT(offsetof(MPI_Status, MPI_SOURCE), 0);
+    EXPECT(offsetof(MPI_Status, MPI_TAG), 4);
+    EXPECT(offsetof(MPI_Status, MPI_ERROR), 8);
+    EXPECT(offsetof(MPI_Status, MPI_internal), 12);
+    EXPECT(sizeof(status.MPI_internal), 5 * sizeof(int));
+    EXPECT(MPI_F_STATUS_SIZE, 8);
+    EXPECT(MPI_F_SOURCE, 0);
+    EXPECT(MPI_F_TAG, 1);
+    EXPECT(MPI_F_ERROR, 2);
+
+    /* The header's status conversions keep every word in place. */
+    MPI_Status c = { 11, 22, 33, { 44, 55, 66, 77, 88 } }, back;
+    MPI_Fint f[8];
+    memset(&back, 0, sizeof back);
+    EXPECT(MPI_Status_c2f(&c, f), 0);
+    EXPECT(f[0], 11);
+    EXPECT(f[1], 22);
+    EXPECT(f[2], 33);
+    EXPECT(f[7], 88);
+    EXPECT(MPI_Status_f2c(f, &back), 0);
+    check_true("MPI_Status_f2c(MPI_Status_c2f(s)) == s", memcmp(&c, &back, sizeof c) == 0);
+}
+
+static void check_versions(void)
+{
+    EXPECT(MPI_VERSION, 5);
+    EXPECT(MPI_SUBVERSION, 0);
+    EXPECT(MPI_ABI_VERSION, 1);
+    EXPECT(MPI_ABI_SUBVERSION, 0);
+    EXPECT(HASHI_MPI, 1);
+    check_true("HASHI_VERSION is a non-empty string", sizeof(HASHI_VERSION) > 1);
+#if MPI_VERSION != 5 || MPI_ABI_VERSION != 1
+    check_true("MPI_VERSION / MPI_ABI_VERSION usable in #if", 0);
+#endif
+}
+
+static void check_handles(void)
+{
+    /* Operations: all of them */
+    EXPECT_HANDLE(MPI_OP_NULL, 0x20);
+    EXPECT_HANDLE(MPI_SUM, 0x21);
+    EXPECT_HANDLE(MPI_MIN, 0x22);
+    EXPECT_HANDLE(MPI_MAX, 0x23);
+    EXPECT_HANDLE(MPI_PROD, 0x24);
+    EXPECT_HANDLE(MPI_BAND, 0x28);
+    EXPECT_HANDLE(MPI_BOR, 0x29);
+    EXPECT_HANDLE(MPI_BXOR, 0x2a);
+    EXPECT_HANDLE(MPI_LAND, 0x30);
+    EXPECT_HANDLE(MPI_LOR, 0x31);
+    EXPECT_HANDLE(MPI_LXOR, 0x32);
+    EXPECT_HANDLE(MPI_MINLOC, 0x38);
+    EXPECT_HANDLE(MPI_MAXLOC, 0x39);
+    EXPECT_HANDLE(MPI_REPLACE, 0x3c);
+    EXPECT_HANDLE(MPI_NO_OP, 0x3d);
+
+    /* Every other predefined handle */
+    EXPECT_HANDLE(MPI_COMM_NULL, 0x100);
+    EXPECT_HANDLE(MPI_COMM_WORLD, 0x101);
+    EXPECT_HANDLE(MPI_COMM_SELF, 0x102);
+    EXPECT_HANDLE(MPI_GROUP_NULL, 0x108);
+    EXPECT_HANDLE(MPI_GROUP_EMPTY, 0x109);
+    EXPECT_HANDLE(MPI_WIN_NULL, 0x110);
+    EXPECT_HANDLE(MPI_FILE_NULL, 0x118);
+    EXPECT_HANDLE(MPI_SESSION_NULL, 0x120);
+    EXPECT_HANDLE(MPI_MESSAGE_NULL, 0x128);
+    EXPECT_HANDLE(MPI_MESSAGE_NO_PROC, 0x129);
+    EXPECT_HANDLE(MPI_INFO_NULL, 0x130);
+    EXPECT_HANDLE(MPI_INFO_ENV, 0x131);
+    EXPECT_HANDLE(MPI_ERRHANDLER_NULL, 0x140);
+    EXPECT_HANDLE(MPI_ERRORS_ARE_FATAL, 0x141);
+    EXPECT_HANDLE(MPI_ERRORS_RETURN, 0x142);
+    EXPECT_HANDLE(MPI_ERRORS_ABORT, 0x143);
+    EXPECT_HANDLE(MPI_REQUEST_NULL, 0x180);
+
+    /* Datatypes: all of them */
+    EXPECT_HANDLE(MPI_DATATYPE_NULL, 0x200);
+    EXPECT_HANDLE(MPI_AINT, 0x201);
+    EXPECT_HANDLE(MPI_COUNT, 0x202);
+    EXPECT_HANDLE(MPI_OFFSET, 0x203);
+    EXPECT_HANDLE(MPI_PACKED, 0x207);
+    EXPECT_HANDLE(MPI_SHORT, 0x208);
+    EXPECT_HANDLE(MPI_INT, 0x209);
+    EXPECT_HANDLE(MPI_LONG, 0x20a);
+    EXPECT_HANDLE(MPI_LONG_LONG, 0x20b);
+    EXPECT_HANDLE(MPI_LONG_LONG_INT, 0x20b);
+    EXPECT_HANDLE(MPI_UNSIGNED_SHORT, 0x20c);
+    EXPECT_HANDLE(MPI_UNSIGNED, 0x20d);
+    EXPECT_HANDLE(MPI_UNSIGNED_LONG, 0x20e);
+    EXPECT_HANDLE(MPI_UNSIGNED_LONG_LONG, 0x20f);
+    EXPECT_HANDLE(MPI_FLOAT, 0x210);
+    EXPECT_HANDLE(MPI_C_FLOAT_COMPLEX, 0x212);
+    EXPECT_HANDLE(MPI_C_COMPLEX, 0x212);
+    EXPECT_HANDLE(MPI_CXX_FLOAT_COMPLEX, 0x213);
+    EXPECT_HANDLE(MPI_DOUBLE, 0x214);
+    EXPECT_HANDLE(MPI_C_DOUBLE_COMPLEX, 0x216);
+    EXPECT_HANDLE(MPI_CXX_DOUBLE_COMPLEX, 0x217);
+    EXPECT_HANDLE(MPI_LOGICAL, 0x218);
+    EXPECT_HANDLE(MPI_INTEGER, 0x219);
+    EXPECT_HANDLE(MPI_REAL, 0x21a);
+    EXPECT_HANDLE(MPI_COMPLEX, 0x21b);
+    EXPECT_HANDLE(MPI_DOUBLE_PRECISION, 0x21c);
+    EXPECT_HANDLE(MPI_DOUBLE_COMPLEX, 0x21d);
+    EXPECT_HANDLE(MPI_CHARACTER, 0x21e);
+    EXPECT_HANDLE(MPI_LONG_DOUBLE, 0x220);
+    EXPECT_HANDLE(MPI_C_LONG_DOUBLE_COMPLEX, 0x224);
+    EXPECT_HANDLE(MPI_CXX_LONG_DOUBLE_COMPLEX, 0x225);
+    EXPECT_HANDLE(MPI_FLOAT_INT, 0x228);
+    EXPECT_HANDLE(MPI_DOUBLE_INT, 0x229);
+    EXPECT_HANDLE(MPI_LONG_INT, 0x22a);
+    EXPECT_HANDLE(MPI_2INT, 0x22b);
+    EXPECT_HANDLE(MPI_SHORT_INT, 0x22c);
+    EXPECT_HANDLE(MPI_LONG_DOUBLE_INT, 0x22d);
+    EXPECT_HANDLE(MPI_2REAL, 0x230);
+    EXPECT_HANDLE(MPI_2DOUBLE_PRECISION, 0x231);
+    EXPECT_HANDLE(MPI_2INTEGER, 0x232);
+    EXPECT_HANDLE(MPI_C_BOOL, 0x238);
+    EXPECT_HANDLE(MPI_CXX_BOOL, 0x239);
+    EXPECT_HANDLE(MPI_WCHAR, 0x23c);
+    EXPECT_HANDLE(MPI_INT8_T, 0x240);
+    EXPECT_HANDLE(MPI_UINT8_T, 0x241);
+    EXPECT_HANDLE(MPI_CHAR, 0x243);
+    EXPECT_HANDLE(MPI_SIGNED_CHAR, 0x244);
+    EXPECT_HANDLE(MPI_UNSIGNED_CHAR, 0x245);
+    EXPECT_HANDLE(MPI_BYTE, 0x247);
+    EXPECT_HANDLE(MPI_INT16_T, 0x248);
+    EXPECT_HANDLE(MPI_UINT16_T, 0x249);
+    EXPECT_HANDLE(MPI_INT32_T, 0x250);
+    EXPECT_HANDLE(MPI_UINT32_T, 0x251);
+    EXPECT_HANDLE(MPI_INT64_T, 0x258);
+    EXPECT_HANDLE(MPI_UINT64_T, 0x259);
+    EXPECT_HANDLE(MPI_LOGICAL1, 0x2c0);
+    EXPECT_HANDLE(MPI_INTEGER1, 0x2c1);
+    EXPECT_HANDLE(MPI_LOGICAL2, 0x2c8);
+    EXPECT_HANDLE(MPI_INTEGER2, 0x2c9);
+    EXPECT_HANDLE(MPI_REAL2, 0x2ca);
+    EXPECT_HANDLE(MPI_LOGICAL4, 0x2d0);
+    EXPECT_HANDLE(MPI_INTEGER4, 0x2d1);
+    EXPECT_HANDLE(MPI_REAL4, 0x2d2);
+    EXPECT_HANDLE(MPI_COMPLEX4, 0x2d3);
+    EXPECT_HANDLE(MPI_LOGICAL8, 0x2d8);
+    EXPECT_HANDLE(MPI_INTEGER8, 0x2d9);
+    EXPECT_HANDLE(MPI_REAL8, 0x2da);
+    EXPECT_HANDLE(MPI_COMPLEX8, 0x2db);
+    EXPECT_HANDLE(MPI_LOGICAL16, 0x2e0);
+    EXPECT_HANDLE(MPI_INTEGER16, 0x2e1);
+    EXPECT_HANDLE(MPI_REAL16, 0x2e2);
+    EXPECT_HANDLE(MPI_COMPLEX16, 0x2e3);
+    EXPECT_HANDLE(MPI_COMPLEX32, 0x2eb);
+
+    /* MPI_T handles */
+    EXPECT_HANDLE(MPI_T_ENUM_NULL, 0);
+    EXPECT_HANDLE(MPI_T_CVAR_HANDLE_NULL, 0);
+    EXPECT_HANDLE(MPI_T_PVAR_SESSION_NULL, 0);
+    EXPECT_HANDLE(MPI_T_PVAR_HANDLE_NULL, 0);
+    EXPECT_HANDLE(MPI_T_PVAR_ALL_HANDLES, 1);
+
+    /* The handle types are distinct (a mix-up would not compile in C++,
+     * and in C the pointer types differ). */
+    check_true("MPI_Comm and MPI_Group are different types",
+               IS_TYPE(MPI_COMM_WORLD, MPI_Comm) && !IS_TYPE(MPI_COMM_WORLD, MPI_Group));
+    check_true("MPI_INT is an MPI_Datatype", IS_TYPE(MPI_INT, MPI_Datatype));
+    check_true("MPI_SUM is an MPI_Op", IS_TYPE(MPI_SUM, MPI_Op));
+}
+
+static void check_error_classes(void)
+{
+    EXPECT(MPI_SUCCESS, 0);
+    EXPECT(MPI_ERR_BUFFER, 1);
+    EXPECT(MPI_ERR_COUNT, 2);
+    EXPECT(MPI_ERR_TYPE, 3);
+    EXPECT(MPI_ERR_TAG, 4);
+    EXPECT(MPI_ERR_COMM, 5);
+    EXPECT(MPI_ERR_RANK, 6);
+    EXPECT(MPI_ERR_REQUEST, 7);
+    EXPECT(MPI_ERR_ROOT, 8);
+    EXPECT(MPI_ERR_GROUP, 9);
+    EXPECT(MPI_ERR_OP, 10);
+    EXPECT(MPI_ERR_TOPOLOGY, 11);
+    EXPECT(MPI_ERR_DIMS, 12);
+    EXPECT(MPI_ERR_ARG, 13);
+    EXPECT(MPI_ERR_UNKNOWN, 14);
+    EXPECT(MPI_ERR_TRUNCATE, 15);
+    EXPECT(MPI_ERR_OTHER, 16);
+    EXPECT(MPI_ERR_INTERN, 17);
+    EXPECT(MPI_ERR_PENDING, 18);
+    EXPECT(MPI_ERR_IN_STATUS, 19);
+    EXPECT(MPI_ERR_ACCESS, 20);
+    EXPECT(MPI_ERR_AMODE, 21);
+    EXPECT(MPI_ERR_ASSERT, 22);
+    EXPECT(MPI_ERR_BAD_FILE, 23);
+    EXPECT(MPI_ERR_BASE, 24);
+    EXPECT(MPI_ERR_CONVERSION, 25);
+    EXPECT(MPI_ERR_DISP, 26);
+    EXPECT(MPI_ERR_DUP_DATAREP, 27);
+    EXPECT(MPI_ERR_FILE_EXISTS, 28);
+    EXPECT(MPI_ERR_FILE_IN_USE, 29);
+    EXPECT(MPI_ERR_FILE, 30);
+    EXPECT(MPI_ERR_INFO_KEY, 31);
+    EXPECT(MPI_ERR_INFO_NOKEY, 32);
+    EXPECT(MPI_ERR_INFO_VALUE, 33);
+    EXPECT(MPI_ERR_INFO, 34);
+    EXPECT(MPI_ERR_IO, 35);
+    EXPECT(MPI_ERR_KEYVAL, 36);
+    EXPECT(MPI_ERR_LOCKTYPE, 37);
+    EXPECT(MPI_ERR_NAME, 38);
+    EXPECT(MPI_ERR_NO_MEM, 39);
+    EXPECT(MPI_ERR_NOT_SAME, 40);
+    EXPECT(MPI_ERR_NO_SPACE, 41);
+    EXPECT(MPI_ERR_NO_SUCH_FILE, 42);
+    EXPECT(MPI_ERR_PORT, 43);
+    EXPECT(MPI_ERR_QUOTA, 44);
+    EXPECT(MPI_ERR_READ_ONLY, 45);
+    EXPECT(MPI_ERR_RMA_ATTACH, 46);
+    EXPECT(MPI_ERR_RMA_CONFLICT, 47);
+    EXPECT(MPI_ERR_RMA_RANGE, 48);
+    EXPECT(MPI_ERR_RMA_SHARED, 49);
+    EXPECT(MPI_ERR_RMA_SYNC, 50);
+    EXPECT(MPI_ERR_SERVICE, 51);
+    EXPECT(MPI_ERR_SIZE, 52);
+    EXPECT(MPI_ERR_SPAWN, 53);
+    EXPECT(MPI_ERR_UNSUPPORTED_DATAREP, 54);
+    EXPECT(MPI_ERR_UNSUPPORTED_OPERATION, 55);
+    EXPECT(MPI_ERR_WIN, 56);
+    EXPECT(MPI_ERR_RMA_FLAVOR, 57);
+    EXPECT(MPI_ERR_PROC_ABORTED, 58);
+    EXPECT(MPI_ERR_VALUE_TOO_LARGE, 59);
+    EXPECT(MPI_ERR_SESSION, 60);
+    EXPECT(MPI_ERR_ERRHANDLER, 61);
+    EXPECT(MPI_ERR_ABI, 62);
+    EXPECT(MPI_ERR_LASTCODE, 0x3fff);
+
+    EXPECT(MPI_T_ERR_CANNOT_INIT, 1001);
+    EXPECT(MPI_T_ERR_NOT_ACCESSIBLE, 1002);
+    EXPECT(MPI_T_ERR_NOT_INITIALIZED, 1003);
+    EXPECT(MPI_T_ERR_NOT_SUPPORTED, 1004);
+    EXPECT(MPI_T_ERR_MEMORY, 1005);
+    EXPECT(MPI_T_ERR_INVALID, 1006);
+    EXPECT(MPI_T_ERR_INVALID_INDEX, 1007);
+    EXPECT(MPI_T_ERR_INVALID_ITEM, 1008);
+    EXPECT(MPI_T_ERR_INVALID_SESSION, 1009);
+    EXPECT(MPI_T_ERR_INVALID_HANDLE, 1010);
+    EXPECT(MPI_T_ERR_INVALID_NAME, 1011);
+    EXPECT(MPI_T_ERR_OUT_OF_HANDLES, 1012);
+    EXPECT(MPI_T_ERR_OUT_OF_SESSIONS, 1013);
+    EXPECT(MPI_T_ERR_CVAR_SET_NOT_NOW, 1014);
+    EXPECT(MPI_T_ERR_CVAR_SET_NEVER, 1015);
+    EXPECT(MPI_T_ERR_PVAR_NO_WRITE, 1016);
+    EXPECT(MPI_T_ERR_PVAR_NO_STARTSTOP, 1017);
+    EXPECT(MPI_T_ERR_PVAR_NO_ATOMIC, 1018);
+}
+
+static void check_sentinels_and_buffers(void)
+{
+    EXPECT(MPI_ANY_SOURCE, -1);
+    EXPECT(MPI_ANY_TAG, -2);
+    EXPECT(MPI_PROC_NULL, -3);
+    EXPECT(MPI_ROOT, -4);
+    EXPECT(MPI_UNDEFINED, -32766);
+
+    EXPECT_HANDLE(MPI_BOTTOM, 0);
+    EXPECT_HANDLE(MPI_IN_PLACE, 1);
+    EXPECT_HANDLE(MPI_BUFFER_AUTOMATIC, 2);
+    EXPECT_HANDLE(MPI_ARGV_NULL, 0);
+    EXPECT_HANDLE(MPI_ARGVS_NULL, 0);
+    EXPECT_HANDLE(MPI_ERRCODES_IGNORE, 0);
+    EXPECT_HANDLE(MPI_STATUS_IGNORE, 0);
+    EXPECT_HANDLE(MPI_STATUSES_IGNORE, 0);
+    EXPECT_HANDLE(MPI_UNWEIGHTED, 10);
+    EXPECT_HANDLE(MPI_WEIGHTS_EMPTY, 11);
+    EXPECT(MPI_DISPLACEMENT_CURRENT, -1);
+    EXPECT(sizeof(MPI_DISPLACEMENT_CURRENT), 8);
+
+    /* Predefined callbacks are constants in the ABI */
+    EXPECT_HANDLE(MPI_NULL_COPY_FN, 0);
+    EXPECT_HANDLE(MPI_DUP_FN, 1);
+    EXPECT_HANDLE(MPI_NULL_DELETE_FN, 0);
+    EXPECT_HANDLE(MPI_COMM_NULL_COPY_FN, 0);
+    EXPECT_HANDLE(MPI_COMM_DUP_FN, 1);
+    EXPECT_HANDLE(MPI_COMM_NULL_DELETE_FN, 0);
+    EXPECT_HANDLE(MPI_TYPE_NULL_COPY_FN, 0);
+    EXPECT_HANDLE(MPI_TYPE_DUP_FN, 1);
+    EXPECT_HANDLE(MPI_TYPE_NULL_DELETE_FN, 0);
+    EXPECT_HANDLE(MPI_WIN_NULL_COPY_FN, 0);
+    EXPECT_HANDLE(MPI_WIN_DUP_FN, 1);
+    EXPECT_HANDLE(MPI_WIN_NULL_DELETE_FN, 0);
+    EXPECT_HANDLE(MPI_CONVERSION_FN_NULL, 0);
+    EXPECT_HANDLE(MPI_CONVERSION_FN_NULL_C, 0);
+}
+
+static void check_strings(void)
+{
+    EXPECT(MPI_MAX_DATAREP_STRING, 128);
+    EXPECT(MPI_MAX_ERROR_STRING, 512);
+    EXPECT(MPI_MAX_INFO_KEY, 256);
+    EXPECT(MPI_MAX_INFO_VAL, 1024);
+    EXPECT(MPI_MAX_LIBRARY_VERSION_STRING, 8192);
+    EXPECT(MPI_MAX_OBJECT_NAME, 128);
+    EXPECT(MPI_MAX_PORT_NAME, 1024);
+    EXPECT(MPI_MAX_PROCESSOR_NAME, 256);
+    EXPECT(MPI_MAX_STRINGTAG_LEN, 1024);
+    EXPECT(MPI_MAX_PSET_NAME_LEN, 1024);
+    EXPECT(MPI_BSEND_OVERHEAD, 512);
+}
+
+static void check_enumerations(void)
+{
+    EXPECT(MPI_THREAD_SINGLE, 0);
+    EXPECT(MPI_THREAD_FUNNELED, 1024);
+    EXPECT(MPI_THREAD_SERIALIZED, 2048);
+    EXPECT(MPI_THREAD_MULTIPLE, 4096);
+
+    EXPECT(MPI_MODE_APPEND, 1);
+    EXPECT(MPI_MODE_CREATE, 2);
+    EXPECT(MPI_MODE_DELETE_ON_CLOSE, 4);
+    EXPECT(MPI_MODE_EXCL, 8);
+    EXPECT(MPI_MODE_RDONLY, 16);
+    EXPECT(MPI_MODE_RDWR, 32);
+    EXPECT(MPI_MODE_SEQUENTIAL, 64);
+    EXPECT(MPI_MODE_UNIQUE_OPEN, 128);
+    EXPECT(MPI_MODE_WRONLY, 256);
+    EXPECT(MPI_MODE_NOCHECK, 1024);
+    EXPECT(MPI_MODE_NOPRECEDE, 2048);
+    EXPECT(MPI_MODE_NOPUT, 4096);
+    EXPECT(MPI_MODE_NOSTORE, 8192);
+    EXPECT(MPI_MODE_NOSUCCEED, 16384);
+
+    EXPECT(MPI_ORDER_C, 12);
+    EXPECT(MPI_ORDER_FORTRAN, 15);
+    EXPECT(MPI_DISTRIBUTE_NONE, 16);
+    EXPECT(MPI_DISTRIBUTE_BLOCK, 17);
+    EXPECT(MPI_DISTRIBUTE_CYCLIC, 18);
+    EXPECT(MPI_DISTRIBUTE_DFLT_DARG, 19);
+
+    EXPECT(MPI_COMBINER_NAMED, 101);
+    EXPECT(MPI_COMBINER_DUP, 102);
+    EXPECT(MPI_COMBINER_CONTIGUOUS, 103);
+    EXPECT(MPI_COMBINER_VECTOR, 104);
+    EXPECT(MPI_COMBINER_HVECTOR, 105);
+    EXPECT(MPI_COMBINER_INDEXED, 106);
+    EXPECT(MPI_COMBINER_HINDEXED, 107);
+    EXPECT(MPI_COMBINER_INDEXED_BLOCK, 108);
+    EXPECT(MPI_COMBINER_HINDEXED_BLOCK, 109);
+    EXPECT(MPI_COMBINER_STRUCT, 110);
+    EXPECT(MPI_COMBINER_SUBARRAY, 111);
+    EXPECT(MPI_COMBINER_DARRAY, 112);
+    EXPECT(MPI_COMBINER_F90_INTEGER, 113);
+    EXPECT(MPI_COMBINER_F90_REAL, 114);
+    EXPECT(MPI_COMBINER_F90_COMPLEX, 115);
+    EXPECT(MPI_COMBINER_RESIZED, 116);
+    EXPECT(MPI_COMBINER_VALUE_INDEX, 117);
+
+    EXPECT(MPIX_TYPECLASS_LOGICAL, 191);
+    EXPECT(MPI_TYPECLASS_INTEGER, 192);
+    EXPECT(MPI_TYPECLASS_REAL, 193);
+    EXPECT(MPI_TYPECLASS_COMPLEX, 194);
+
+    EXPECT(MPI_IDENT, 201);
+    EXPECT(MPI_CONGRUENT, 202);
+    EXPECT(MPI_SIMILAR, 203);
+    EXPECT(MPI_UNEQUAL, 204);
+
+    EXPECT(MPI_CART, 211);
+    EXPECT(MPI_GRAPH, 212);
+    EXPECT(MPI_DIST_GRAPH, 213);
+
+    EXPECT(MPI_COMM_TYPE_SHARED, 221);
+    EXPECT(MPI_COMM_TYPE_HW_UNGUIDED, 222);
+    EXPECT(MPI_COMM_TYPE_HW_GUIDED, 223);
+    EXPECT(MPI_COMM_TYPE_RESOURCE_GUIDED, 224);
+
+    EXPECT(MPI_LOCK_EXCLUSIVE, 301);
+    EXPECT(MPI_LOCK_SHARED, 302);
+    EXPECT(MPI_WIN_FLAVOR_CREATE, 311);
+    EXPECT(MPI_WIN_FLAVOR_ALLOCATE, 312);
+    EXPECT(MPI_WIN_FLAVOR_DYNAMIC, 313);
+    EXPECT(MPI_WIN_FLAVOR_SHARED, 314);
+    EXPECT(MPI_WIN_UNIFIED, 321);
+    EXPECT(MPI_WIN_SEPARATE, 322);
+
+    EXPECT(MPI_SEEK_SET, 401);
+    EXPECT(MPI_SEEK_CUR, 402);
+    EXPECT(MPI_SEEK_END, 403);
+
+    EXPECT(MPI_KEYVAL_INVALID, 0);
+    EXPECT(MPI_TAG_UB, 501);
+    EXPECT(MPI_IO, 502);
+    EXPECT(MPI_HOST, 503);
+    EXPECT(MPI_WTIME_IS_GLOBAL, 504);
+    EXPECT(MPI_UNIVERSE_SIZE, 505);
+    EXPECT(MPI_APPNUM, 506);
+    EXPECT(MPI_LASTUSEDCODE, 507);
+    EXPECT(MPI_WIN_BASE, 601);
+    EXPECT(MPI_WIN_DISP_UNIT, 602);
+    EXPECT(MPI_WIN_SIZE, 603);
+    EXPECT(MPI_WIN_CREATE_FLAVOR, 604);
+    EXPECT(MPI_WIN_MODEL, 605);
+}
+
+static void check_tool_interface(void)
+{
+    EXPECT(MPI_T_CB_REQUIRE_NONE, 0x00);
+    EXPECT(MPI_T_CB_REQUIRE_MPI_RESTRICTED, 0x03);
+    EXPECT(MPI_T_CB_REQUIRE_THREAD_SAFE, 0x0f);
+    EXPECT(MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE, 0x3f);
+    EXPECT(sizeof(MPI_T_cb_safety), sizeof(int));
+    EXPECT(MPI_T_SOURCE_ORDERED, 1);
+    EXPECT(MPI_T_SOURCE_UNORDERED, 2);
+    EXPECT(sizeof(MPI_T_source_order), sizeof(int));
+
+    EXPECT(MPI_T_VERBOSITY_USER_BASIC, 0x09);
+    EXPECT(MPI_T_VERBOSITY_USER_DETAIL, 0x0a);
+    EXPECT(MPI_T_VERBOSITY_USER_ALL, 0x0c);
+    EXPECT(MPI_T_VERBOSITY_TUNER_BASIC, 0x11);
+    EXPECT(MPI_T_VERBOSITY_TUNER_DETAIL, 0x12);
+    EXPECT(MPI_T_VERBOSITY_TUNER_ALL, 0x14);
+    EXPECT(MPI_T_VERBOSITY_MPIDEV_BASIC, 0x21);
+    EXPECT(MPI_T_VERBOSITY_MPIDEV_DETAIL, 0x22);
+    EXPECT(MPI_T_VERBOSITY_MPIDEV_ALL, 0x24);
+
+    EXPECT(MPI_T_BIND_NO_OBJECT, 1);
+    EXPECT(MPI_T_BIND_MPI_COMM, 2);
+    EXPECT(MPI_T_BIND_MPI_DATATYPE, 3);
+    EXPECT(MPI_T_BIND_MPI_ERRHANDLER, 4);
+    EXPECT(MPI_T_BIND_MPI_FILE, 5);
+    EXPECT(MPI_T_BIND_MPI_GROUP, 6);
+    EXPECT(MPI_T_BIND_MPI_OP, 7);
+    EXPECT(MPI_T_BIND_MPI_REQUEST, 8);
+    EXPECT(MPI_T_BIND_MPI_WIN, 9);
+    EXPECT(MPI_T_BIND_MPI_MESSAGE, 10);
+    EXPECT(MPI_T_BIND_MPI_INFO, 11);
+    EXPECT(MPI_T_BIND_MPI_SESSION, 12);
+
+    EXPECT(MPI_T_SCOPE_CONSTANT, 1);
+    EXPECT(MPI_T_SCOPE_READONLY, 2);
+    EXPECT(MPI_T_SCOPE_LOCAL, 3);
+    EXPECT(MPI_T_SCOPE_GROUP, 4);
+    EXPECT(MPI_T_SCOPE_GROUP_EQ, 5);
+    EXPECT(MPI_T_SCOPE_ALL, 6);
+    EXPECT(MPI_T_SCOPE_ALL_EQ, 7);
+
+    EXPECT(MPI_T_PVAR_CLASS_STATE, 1);
+    EXPECT(MPI_T_PVAR_CLASS_LEVEL, 2);
+    EXPECT(MPI_T_PVAR_CLASS_SIZE, 3);
+    EXPECT(MPI_T_PVAR_CLASS_PERCENTAGE, 4);
+    EXPECT(MPI_T_PVAR_CLASS_HIGHWATERMARK, 5);
+    EXPECT(MPI_T_PVAR_CLASS_LOWWATERMARK, 6);
+    EXPECT(MPI_T_PVAR_CLASS_COUNTER, 7);
+    EXPECT(MPI_T_PVAR_CLASS_AGGREGATE, 8);
+    EXPECT(MPI_T_PVAR_CLASS_TIMER, 9);
+    EXPECT(MPI_T_PVAR_CLASS_GENERIC, 10);
+}
+
+int main(void)
+{
+    check_types();
+    check_status();
+    check_versions();
+    check_handles();
+    check_error_classes();
+    check_sentinels_and_buffers();
+    check_strings();
+    check_enumerations();
+    check_tool_interface();
+
+    if (failures) {
+        printf("abi_values: %d of %d checks failed\n", failures, checks);
+        return 1;
+    }
+    printf("abi_values: all %d checks passed\n", checks);
+    return 0;
+}

@@ -1,0 +1,104 @@
+#!/bin/sh
+# kill_mpirun.sh MPIRUN SLEEPER: mpirun killed with SIGKILL leaves nothing behind.
+#
+# Starts `MPIRUN -n 4 SLEEPER` with TMPDIR set to a fresh private directory,
+# waits until all four ranks have printed their pid (they do so after
+# MPI_Init), kills mpirun with SIGKILL, then checks that within 2 seconds:
+#   - none of the four rank pids is alive (zombies do not count),
+#   - no process of ours still has that TMPDIR in its environment (ranks, the
+#     launcher's reaper, anything else the job started),
+#   - the private TMPDIR is empty,
+#   - /dev/shm has nothing of ours that was not there before.
+# Exit 0 pass, 1 fail, 77 skip (no /proc).
+
+mpirun=$1
+sleeper=$2
+if [ -z "$mpirun" ] || [ -z "$sleeper" ]; then
+    echo "usage: $0 MPIRUN SLEEPER" >&2
+    exit 2
+fi
+if [ ! -r /proc/self/environ ]; then
+    echo "no /proc: cannot look for leftover processes"
+    exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kill_mpirun.XXXXXX") || exit 1
+jobtmp=$work/jobtmp
+mkdir "$jobtmp" || exit 1
+out=$work/stdout
+mpirun_pid=
+
+fail() {
+    echo "--- job stdout:"
+    cat "$out" 2>/dev/null
+    echo "--- job stderr:"
+    cat "$work/stderr" 2>/dev/null
+    [ -n "$mpirun_pid" ] && kill -9 "$mpirun_pid" 2>/dev/null
+    for p in $(job_pids); do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$work"
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# Pids of live (non-zombie) processes whose initial environment has our TMPDIR.
+job_pids() {
+    grep -lszxF "TMPDIR=$jobtmp" /proc/[0-9]*/environ | while read -r f; do
+        pid=${f#/proc/}
+        pid=${pid%/environ}
+        [ "$pid" != "$$" ] && alive "$pid" && echo "$pid"
+    done
+}
+
+alive() {
+    state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+    [ -n "$state" ] && [ "$state" != Z ]
+}
+
+shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
+
+TMPDIR=$jobtmp "$mpirun" -n 4 "$sleeper" 60 > "$out" 2> "$work/stderr" < /dev/null &
+mpirun_pid=$!
+
+# Wait (up to 20 s) for the four ranks to report.
+tries=0
+while [ "$(grep -c '^sleeper rank' "$out" 2>/dev/null)" -lt 4 ]; do
+    kill -0 "$mpirun_pid" 2>/dev/null || fail "mpirun exited before all ranks started"
+    tries=$((tries + 1))
+    [ $tries -gt 200 ] && fail "the four ranks did not start within 20 s"
+    sleep 0.1
+done
+rank_pids=$(sed -n 's/^sleeper rank [0-9]* of [0-9]* pid \([0-9]*\)$/\1/p' "$out")
+[ "$(echo "$rank_pids" | wc -w)" -eq 4 ] || fail "could not read four rank pids"
+echo "ranks running: $(echo $rank_pids); killing mpirun (pid $mpirun_pid) with SIGKILL"
+
+kill -9 "$mpirun_pid"
+wait "$mpirun_pid" 2>/dev/null
+mpirun_pid=
+
+# Everything must be gone within 2 s.
+killed_at=$(date +%s%N)
+while :; do
+    left=
+    for p in $rank_pids; do alive "$p" && left="$left $p"; done
+    others=$(job_pids)
+    files=$(ls -A "$jobtmp")
+    elapsed_ms=$((($(date +%s%N) - killed_at) / 1000000))
+    [ -z "$left" ] && [ -z "$others" ] && [ -z "$files" ] && break
+    if [ $elapsed_ms -gt 2000 ]; then
+        [ -n "$left" ] && fail "ranks still running 2 s after mpirun was killed:$left"
+        [ -n "$others" ] && fail "processes of the job still running 2 s after mpirun was killed:" $others
+        fail "files left in the job's TMPDIR 2 s after mpirun was killed: $(echo $files)"
+    fi
+    sleep 0.05
+done
+echo "ranks and helpers gone, TMPDIR empty ${elapsed_ms} ms after the kill"
+
+shm_after=$(ls -A /dev/shm 2>/dev/null | sort)
+new_shm=$(printf '%s\n' "$shm_after" | grep -vxF "$shm_before" | while read -r f; do
+    [ -n "$f" ] && [ -O "/dev/shm/$f" ] && echo "$f"
+done)
+[ -n "$new_shm" ] && fail "new files in /dev/shm: $(echo $new_shm)"
+echo "nothing new in /dev/shm"
+
+rm -rf "$work"
+exit 0

@@ -1,0 +1,30 @@
+/*
+ * sleeper [SECONDS]: prints "sleeper rank R of S pid P" once MPI_Init is done,
+ * then sleeps SECONDS (default 60) and finalizes. For the tests that kill the
+ * launcher or let its --timeout expire.
+ */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/check.h"
+
+int main(int argc, char **argv)
+{
+    int rank = -1, size = -1;
+    int seconds = argc > 1 ? atoi(argv[1]) : 60;
+    const struct timespec step = { 0, 10 * 1000 * 1000 };
+
+    CHECK_MPI(MPI_Init(&argc, &argv));
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    printf("sleeper rank %d of %d pid %ld\n", rank, size, (long)getpid());
+    fflush(stdout);
+    for (int i = 0; i < seconds * 100; i++)
+        nanosleep(&step, NULL);
+    CHECK_MPI(MPI_Finalize());
+    return 0;
+}
