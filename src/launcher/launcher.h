@@ -190,14 +190,16 @@ void iof_stream_init(struct out_stream *s, int fd);
 void iof_stream_readable(struct job *job, unsigned rank, int which);
 /* Read to EOF/EAGAIN, write any last partial line with a newline, close. */
 void iof_stream_finish(struct job *job, unsigned rank, int which);
+/* Free the tagging buffer (at exit). */
+void iof_release(void);
 void stdin_forward_readable(struct job *job);
 void stdin_forward_writable(struct job *job);
 void stdin_forward_stop(struct job *job);
 
 /* ---- monitor.c: the main loop ---- */
 
-/* Run until every rank has been reaped; returns mpirun's exit status. */
-int job_monitor(struct job *job);
+/* Run until every rank has been reaped (the outcome is in job->failure). */
+void job_monitor(struct job *job);
 /* SIGTERM now, SIGKILL after KILL_GRACE_MS (idempotent). */
 void job_terminate(struct job *job);
 
@@ -241,10 +243,18 @@ enum stdin_mode {
     STDIN_NONE,                 /* a terminal that mpirun does not own: /dev/null */
 };
 
+/* pid -> rank, sorted by pid, for waitpid(-1) results. */
+struct pid_rank {
+    pid_t pid;
+    unsigned rank;
+};
+
 struct job {
     const struct launch_options *opt;
     unsigned nranks;
     struct rank_proc *ranks;
+    struct pid_rank *by_pid;
+    unsigned nby_pid;
     unsigned running;           /* forked and not yet reaped */
     unsigned connected;         /* ranks that called PMIx_Init */
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 int main(int argc, char **argv)
 {

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static void sleep_seconds(int seconds)
 {

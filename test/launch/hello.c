@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static void check_init_state(int want_initialized, int want_finalized, const char *when)
 {

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 int main(int argc, char **argv)
 {

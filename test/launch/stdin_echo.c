@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static void copy_stdin_to_stdout(void)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 #define CLASS(name) { name, #name }
 static const struct { int code; const char *name; } classes[] = {

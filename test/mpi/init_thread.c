@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static const struct { const char *arg, *name; int level; } levels[] = {
     { "single", "MPI_THREAD_SINGLE", MPI_THREAD_SINGLE },

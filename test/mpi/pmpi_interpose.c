@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static int rank_calls, size_calls;
 

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/check.h"
+#include "../util/check.h"
 
 static int handler_calls;
 static MPI_Comm handler_comm = MPI_COMM_NULL;
