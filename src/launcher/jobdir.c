@@ -71,8 +71,9 @@ int job_ids_create(struct job_ids *ids, char *err, size_t errlen)
     }
     ids->name = strrchr(ids->dir, '/') + 1;
 
-    snprintf(ids->pmix_dir, sizeof ids->pmix_dir, "%s/pmix", ids->dir);
-    if (mkdir(ids->pmix_dir, 0700) != 0) {
+    /* Fits: the length of dir was checked against room for "/pmix" above. */
+    int len = snprintf(ids->pmix_dir, sizeof ids->pmix_dir, "%s/pmix", ids->dir);
+    if (len < 0 || (size_t)len >= sizeof ids->pmix_dir || mkdir(ids->pmix_dir, 0700) != 0) {
         snprintf(err, errlen, "mkdir %s: %s", ids->pmix_dir, strerror(errno));
         rmdir(ids->dir);
         return -1;

@@ -126,7 +126,7 @@ static void close_pair(int fds[2])
 
 static int launch_failure(struct job *job, unsigned r, const char *what, int errnum)
 {
-    char msg[512];
+    char msg[768];
     snprintf(msg, sizeof msg, "cannot start rank %u: %s%s%s", r, what,
              errnum ? ": " : "", errnum ? strerror(errnum) : "");
     job_fail(job, FAIL_LAUNCH, r, 0, EXIT_LAUNCH_ERROR, msg);

@@ -380,6 +380,10 @@ def write_file(path, text):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
             stream.write(text)
+        # mkstemp creates the file 0600; give it the mode a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -2,6 +2,24 @@
  * Requests: one object for every pending operation (point-to-point, persistent,
  * generalized, collective schedules). The device completes a request with
  * hashi_request_complete(); MPI_Wait & co. poll `complete` and drive progress.
+ *
+ * Life cycle. A request is owned through references: the user's handle (or the
+ * library code that created it) holds one, and an operation in flight holds
+ * one from its start until hashi_request_complete(). Whoever drops the last
+ * reference returns the request to the pool, so MPI_Request_free on an active
+ * request and a completion racing with it (MPI_THREAD_MULTIPLE later) need no
+ * other coordination. A persistent request is started many times; each start
+ * takes an operation reference again.
+ *
+ * Contract for devices (and anything else completing requests):
+ *  - before calling hashi_request_complete(), set the outcome in req->status:
+ *    receives: MPI_SOURCE, MPI_TAG, hashi_status_set_bytes() with the bytes
+ *    written (never more than dev_bytes); MPI_ERROR = MPI_ERR_TRUNCATE when
+ *    the message was longer, another error class when the operation failed;
+ *    hashi_status_set_cancelled() when cancelled. MPI_ERROR is MPI_SUCCESS and
+ *    the cancelled flag 0 when the request is handed to the device.
+ *  - hashi_request_complete() may free the request: never touch it afterwards.
+ *  - it may be called from inside isend/irecv/imrecv/cancel_* themselves.
  */
 #ifndef HASHI_MPI_REQUEST_H
 #define HASHI_MPI_REQUEST_H
@@ -12,6 +30,9 @@
 #include <stdint.h>
 
 #include "device/device.h"
+
+struct MPI_ABI_Comm;
+struct MPI_ABI_Datatype;
 
 enum hashi_req_kind {
     HASHI_REQ_SEND,
@@ -30,19 +51,32 @@ enum hashi_send_mode {
  * (libfabric contexts, protocol state); large enough for all devices. */
 #define HASHI_DEVICE_REQ_BYTES 192
 
+#define HASHI_REQUEST_MAGIC 0x52455155u   /* "REQU": a live request */
+
+/* req->flags */
+enum {
+    HASHI_REQF_PACK_OWNED  = 1 << 0,  /* pack_buf is malloc'd by this request: free it with it */
+    HASHI_REQF_DEV_SEND    = 1 << 1,  /* a device send is in flight (counted for MPI_Finalize) */
+    HASHI_REQF_PROC_NULL   = 1 << 2,  /* to/from MPI_PROC_NULL: never reaches the device */
+    HASHI_REQF_CANCEL_ASKED = 1 << 3, /* MPI_Cancel was called on this activation */
+};
+
 struct MPI_ABI_Request {
+    uint32_t magic;                 /* HASHI_REQUEST_MAGIC while allocated */
     enum hashi_req_kind kind;
     _Atomic int complete;           /* set last, with release ordering */
+    atomic_int refs;                /* owner + operation in flight (see above) */
     int persistent;                 /* survives completion until MPI_Request_free */
     int active;                     /* persistent: started and not yet completed */
-    int freed;                      /* MPI_Request_free on an active request */
+    unsigned flags;                 /* HASHI_REQF_* */
     MPI_Status status;
 
     /* The operation as the MPI call described it. */
     void *user_buf;
     MPI_Count count;
     MPI_Datatype datatype;
-    struct MPI_ABI_Comm *comm;
+    struct MPI_ABI_Datatype *type;  /* datatype's object, retained while the request lives */
+    struct MPI_ABI_Comm *comm;      /* retained while the request lives */
     int peer;                       /* dest or source rank in comm (or ANY_SOURCE) */
     int tag;
     enum hashi_send_mode send_mode;
@@ -56,9 +90,20 @@ struct MPI_ABI_Request {
     struct hashi_match match;       /* receive */
     void *pack_buf;                 /* packed copy of non-contiguous data, or NULL */
 
-    /* Run on completion (unpack, release a Bsend buffer, next schedule step). */
+    /* Run on completion (unpack, release a Bsend buffer, next schedule step),
+     * before `complete` is set; may not free the request. */
     void (*on_complete)(struct MPI_ABI_Request *req);
+    /* Persistent kinds other than point-to-point (collectives) set `start`:
+     * MPI_Start calls it after taking the operation reference. */
+    int (*start)(struct MPI_ABI_Request *req);
+    /* Run when the request is destroyed (owner state of collectives). */
+    void (*on_free)(struct MPI_ABI_Request *req);
     void *extra;                    /* owner data for on_complete / collectives */
+
+    /* Generalized requests (MPI_Grequest_start). */
+    MPI_Grequest_query_function *greq_query;
+    MPI_Grequest_free_function *greq_free;
+    MPI_Grequest_cancel_function *greq_cancel;
 
     struct MPI_ABI_Request *next_free;
     _Alignas(16) unsigned char dev[HASHI_DEVICE_REQ_BYTES];
@@ -82,16 +127,48 @@ static inline int hashi_status_cancelled(const MPI_Status *st)
 {
     return st->MPI_internal[2];
 }
+/* The standard's "empty" status: any source, any tag, no error, no data. */
+static inline void hashi_status_set_empty(MPI_Status *st)
+{
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    st->MPI_ERROR = MPI_SUCCESS;
+    hashi_status_set_bytes(st, 0);
+    hashi_status_set_cancelled(st, 0);
+}
 
+/*
+ * A new request of `kind` from the pool, every field cleared, one (owner)
+ * reference, not complete. NULL only when memory is exhausted.
+ */
 struct MPI_ABI_Request *hashi_request_alloc(enum hashi_req_kind kind);
+/* Drop the owner's reference (the request goes back to the pool once its
+ * operation, if any, has completed too). */
 void hashi_request_free(struct MPI_ABI_Request *req);
+/* Take one more reference (an operation about to start). */
+static inline void hashi_request_retain(struct MPI_ABI_Request *req)
+{
+    atomic_fetch_add_explicit(&req->refs, 1, memory_order_relaxed);
+}
 
-/* Called by devices (on the progress path) when an operation finishes. */
+/*
+ * Called by devices (on the progress path) when an operation finishes: runs
+ * on_complete, sets `complete` with release ordering, then drops the
+ * operation's reference (which may free the request).
+ */
 void hashi_request_complete(struct MPI_ABI_Request *req);
 
 static inline int hashi_request_is_complete(const struct MPI_ABI_Request *req)
 {
     return atomic_load_explicit(&req->complete, memory_order_acquire);
+}
+
+/* The request behind a user handle, or NULL if it is not a live request. */
+static inline struct MPI_ABI_Request *hashi_request_get(MPI_Request h)
+{
+    if ((uintptr_t)h < 0x1000u || ((uintptr_t)h & (_Alignof(struct MPI_ABI_Request) - 1)))
+        return NULL;
+    return h->magic == HASHI_REQUEST_MAGIC ? h : NULL;
 }
 
 #endif

@@ -1,0 +1,150 @@
+/*
+ * Point-to-point benchmarks in the style of the OSU micro-benchmarks, written
+ * against plain MPI so the same source runs under Hashi, Open MPI and MPICH.
+ *
+ *   p2p_bench latency [max_bytes]   ping-pong, half round trip (us)
+ *   p2p_bench bw      [max_bytes]   window of 64 Isends, one way (MB/s)
+ *   p2p_bench bibw    [max_bytes]   windows both ways at once (MB/s)
+ *   p2p_bench mrate   [max_bytes]   messages per second, window of 64
+ *   p2p_bench paper   [max_bytes]   DIMMnet paper's ping-pong: Irecv, Barrier, Send, Wait
+ * Ranks 0 and 1 measure; any further ranks just wait in a receive (the
+ * oversubscription case: they must not slow the pair down).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW 64
+
+static int iterations(size_t bytes, int base)
+{
+    if (bytes >= (1u << 20)) return base / 20 > 10 ? base / 20 : 10;
+    if (bytes >= (1u << 16)) return base / 5;
+    return base;
+}
+
+static double latency(char *buf, size_t bytes, int rank, int iters, int paper)
+{
+    int warm = iters / 10 + 1;
+    double t0 = 0;
+    MPI_Request req;
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        if (paper) {
+            /* The DIMMnet paper's ping-pong: receive posted first, synchronised. */
+            MPI_Irecv(buf, (int)bytes, MPI_CHAR, 1 - rank, 1, MPI_COMM_WORLD, &req);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) {
+                MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+            }
+        } else if (rank == 0) {
+            MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+    return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+}
+
+/* One-way (bidir = 0) or both-way windows; returns seconds per window. */
+static double window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters, int bidir)
+{
+    MPI_Request reqs[2 * WINDOW];
+    int warm = iters / 10 + 1;
+    double t0 = 0;
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        int n = 0;
+        int sender = rank == 0 || bidir, receiver = rank == 1 || bidir;
+        if (receiver)
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Irecv(rbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &reqs[n++]);
+        if (sender)
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Isend(sbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &reqs[n++]);
+        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        /* The receiver's ack closes the window, as in osu_bw. */
+        if (!bidir) {
+            if (rank == 0)
+                MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(NULL, 0, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+        }
+    }
+    return (MPI_Wtime() - t0) / iters;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *mode = argc > 1 ? argv[1] : "latency";
+    size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)1 << 22;
+    if (size < 2) {
+        if (rank == 0) fprintf(stderr, "p2p_bench needs at least 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int is_window = strcmp(mode, "bw") == 0 || strcmp(mode, "bibw") == 0 || strcmp(mode, "mrate") == 0;
+    size_t span = is_window ? max * WINDOW : max;
+    char *sbuf = malloc(span ? span : 1), *rbuf = malloc(span ? span : 1);
+    memset(sbuf, 'a', span ? span : 1);
+    memset(rbuf, 'b', span ? span : 1);
+
+    if (rank >= 2) {
+        /* Bystanders wait in a receive that the end of the run satisfies. */
+        MPI_Recv(NULL, 0, MPI_CHAR, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        if (rank == 0) {
+            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0)
+                printf("# %s\n# %-10s %12s\n", mode, "Size", "Latency(us)");
+            else if (strcmp(mode, "mrate") == 0)
+                printf("# %s\n# %-10s %12s\n", mode, "Size", "Messages/s");
+            else
+                printf("# %s\n# %-10s %12s\n", mode, "Size", "MB/s");
+        }
+        for (size_t bytes = strcmp(mode, "mrate") == 0 ? 1 : 0; bytes <= max;
+             bytes = bytes ? bytes * 2 : 1) {
+            double value;
+            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0) {
+                value = latency(sbuf, bytes, rank, iterations(bytes, 10000), strcmp(mode, "paper") == 0);
+            } else if (is_window) {
+                if (bytes == 0) continue;
+                double t = window(sbuf, rbuf, bytes, rank, iterations(bytes, 200), strcmp(mode, "bibw") == 0);
+                double msgs = WINDOW * (strcmp(mode, "bibw") == 0 ? 2.0 : 1.0);
+                value = strcmp(mode, "mrate") == 0 ? msgs / t : msgs * (double)bytes / t / 1e6;
+            } else {
+                if (rank == 0) fprintf(stderr, "unknown mode %s\n", mode);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+                return 2;
+            }
+            if (rank == 0) {
+                printf("  %-10zu %12.2f\n", bytes, value);
+                fflush(stdout);
+            }
+            if (bytes >= max)
+                break;
+        }
+        if (rank == 0)
+            for (int r = 2; r < size; r++)
+                MPI_Send(NULL, 0, MPI_CHAR, r, 99, MPI_COMM_WORLD);
+    }
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
