@@ -67,8 +67,9 @@ def parse_params(path):
         if i >= len(tokens):
             raise DefError(f"{path}: unexpected end of file, expected {what}")
         tok = tokens[i]
-        if tok[0] != kind and not (kind == "punct" and tok[1] == what):
-            raise DefError(f"{path}:{tok[2]}: expected {what}, found '{tok[1]}'")
+        if kind == "punct" and tok[1] != what or kind != "punct" and tok[0] != kind:
+            shown = f"'{what}'" if kind == "punct" else what
+            raise DefError(f"{path}:{tok[2]}: expected {shown}, found '{tok[1]}'")
         i += 1
         return tok
 

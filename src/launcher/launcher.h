@@ -280,8 +280,8 @@ struct job {
     unsigned long long nofile_soft; /* to restore in the ranks */
 
     int sig_fd;                 /* signalfd: SIGCHLD, SIGINT, SIGTERM, SIGHUP */
-    sigset_t saved_sigmask;     /* restored in the ranks */
-    bool sigpipe_was_ignored;
+    sigset_t saved_sigmask;     /* mpirun's mask at start, restored in the ranks */
+    bool sighup_ignored;        /* started under nohup: neither we nor the ranks see SIGHUP */
 
     /* Termination: 0 = not started, else the deadlines on CLOCK_MONOTONIC. */
     bool terminating;

@@ -30,33 +30,45 @@ static void ensure_std_fds(void)
     }
 }
 
-/* Dispositions first; blocking for the signalfd comes before PMIx starts threads. */
-static void setup_signal_dispositions(struct job *job)
+/*
+ * The signals mpirun watches are blocked from the start (a signalfd reads
+ * them later) so PMIx's threads inherit the block and none of them can take
+ * the default action for us. SIGINT and SIGTERM are ours even if inherited
+ * ignored (a script's background job ignores SIGINT): mpirun stays
+ * interruptible, as other mpiruns are. An ignored SIGHUP is a nohup, kept.
+ */
+static void setup_signals(struct job *job)
 {
-    struct sigaction act = { .sa_handler = SIG_DFL }, old;
+    struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN }, old;
+    sigset_t watched;
+    sigemptyset(&watched);
+    sigaddset(&watched, SIGCHLD);
+    sigaddset(&watched, SIGINT);
+    sigaddset(&watched, SIGTERM);
+    sigaddset(&watched, SIGHUP);
+    sigprocmask(SIG_BLOCK, &watched, &job->saved_sigmask);
+
     /* A parent that ignores SIGCHLD would have the kernel reap our ranks for us. */
-    sigaction(SIGCHLD, &act, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGHUP, NULL, &old);
+    job->sighup_ignored = old.sa_handler == SIG_IGN;
     /* Writes to a closed pipe (our stdout, rank 0's stdin, the reaper) are errors, not death. */
-    act.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &act, &old);
-    job->sigpipe_was_ignored = old.sa_handler == SIG_IGN;
+    sigaction(SIGPIPE, &ign, NULL);
     /* Reading the terminal after losing the foreground gives EIO instead of stopping us. */
-    sigaction(SIGTTIN, &act, NULL);
+    sigaction(SIGTTIN, &ign, NULL);
 }
 
-static int setup_signalfd(struct job *job, char *err, size_t errlen)
+static int open_signalfd(struct job *job, char *err, size_t errlen)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    if (pthread_sigmask(SIG_BLOCK, &set, &job->saved_sigmask) != 0) {
-        snprintf(err, errlen, "sigprocmask failed");
-        return -1;
-    }
-    job->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    sigset_t watched;
+    sigemptyset(&watched);
+    sigaddset(&watched, SIGCHLD);
+    sigaddset(&watched, SIGINT);
+    sigaddset(&watched, SIGTERM);
+    sigaddset(&watched, SIGHUP);
+    job->sig_fd = signalfd(-1, &watched, SFD_NONBLOCK | SFD_CLOEXEC);
     if (job->sig_fd < 0) {
         snprintf(err, errlen, "signalfd: %s", strerror(errno));
         return -1;
@@ -141,7 +153,6 @@ static void job_init(struct job *job, const struct launch_options *opt)
     job->devnull_fd = -1;
     job->sig_fd = -1;
     job->fwd.src = job->fwd.dst = -1;
-    sigprocmask(SIG_SETMASK, NULL, &job->saved_sigmask);
 }
 
 static void job_release(struct job *job)
@@ -186,7 +197,7 @@ static void run_job(struct job *job, hwloc_topology_t *topo)
         return;
     }
     raise_fd_limit(job);
-    if (setup_signalfd(job, err, sizeof err) != 0) {
+    if (open_signalfd(job, err, sizeof err) != 0) {
         job_fail(job, FAIL_LAUNCH, 0, 0, EXIT_LAUNCH_ERROR, err);
         return;
     }
@@ -223,7 +234,7 @@ int main(int argc, char **argv)
 
     struct job job;
     job_init(&job, &opt);
-    setup_signal_dispositions(&job);
+    setup_signals(&job);
 
     /* Launch speed (about 2x for small jobs); the ranks inherit it. The user's choice wins. */
     setenv("PMIX_MCA_gds", "hash", 0);

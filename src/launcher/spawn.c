@@ -76,11 +76,17 @@ static __attribute__((noreturn)) void rank_exec(const struct job *job, unsigned 
     if (getppid() != job->launcher_pid)
         _exit(EXIT_LAUNCH_ERROR);           /* mpirun died before the prctl */
 
-    /* Give the program the signal state mpirun itself was started with. */
+    /*
+     * Signals mpirun forwards must be able to end the rank (a script's
+     * background job would otherwise hand down an ignored SIGINT); a nohup
+     * stays. The mask is the one mpirun was started with.
+     */
     struct sigaction dfl = { .sa_handler = SIG_DFL };
-    if (!job->sigpipe_was_ignored)
-        sigaction(SIGPIPE, &dfl, NULL);
-    sigaction(SIGTTIN, &dfl, NULL);
+    static const int defaulted[] = { SIGPIPE, SIGTTIN, SIGINT, SIGTERM };
+    for (size_t i = 0; i < sizeof defaulted / sizeof defaulted[0]; i++)
+        sigaction(defaulted[i], &dfl, NULL);
+    if (!job->sighup_ignored)
+        sigaction(SIGHUP, &dfl, NULL);
     sigprocmask(SIG_SETMASK, &job->saved_sigmask, NULL);
     if (job->raised_nofile) {
         struct rlimit lim;

@@ -11,10 +11,10 @@
 
 /*
  * Tags on the internal context (hashi_comm_coll_context()). User tags never
- * reach that context, so its whole tag space belongs to the library:
- *   0 .. HASHI_TAG_COMM_FIRST - 1              the collective layer
- *   HASHI_TAG_COMM_FIRST .. HASHI_TAG_COMM_LAST the communicator layer (below)
- * Both ends fit the smallest tag field a device may have (23 bits).
+ * reach that context, so its whole tag space belongs to the library; the
+ * communicator layer owns HASHI_TAG_COMM_FIRST .. HASHI_TAG_COMM_LAST, the
+ * top of the 23-bit tag space every device carries (p2p.h lists the point-
+ * to-point layer's tags and the range collectives keep to).
  */
 #define HASHI_TAG_COMM_FIRST   0x7fff00
 #define HASHI_TAG_BARRIER      (HASHI_TAG_COMM_FIRST + 0)  /* MPI_Barrier (dissemination) */
@@ -22,8 +22,8 @@
 #define HASHI_TAG_SPLIT        (HASHI_TAG_COMM_FIRST + 2)  /* MPI_Comm_split: (color, key) allgather */
 #define HASHI_TAG_COMM_LAST    0x7fffff
 
-/* The largest user tag: MPI_TAG_UB's value. The standard's minimum is 2^15-1;
- * every device carries at least 23 bits of tag. */
+/* The largest tag every device carries (MPI_TAG_UB unless the point-to-point
+ * layer reports the device's own, larger, limit). */
 #define HASHI_TAG_UB ((1 << 23) - 1)
 
 /* Context ids are 16 bits (the ofi device's match bits) and come in pairs. */
@@ -48,6 +48,8 @@ int hashi_comm_barrier(struct MPI_ABI_Comm *c);
 /* The groups behind MPI_COMM_WORLD, MPI_COMM_SELF and MPI_GROUP_EMPTY. The
  * world group's world_ranks is NULL: the identity, like the communicator's. */
 extern struct MPI_ABI_Group hashi_group_world, hashi_group_self, hashi_group_empty;
+/* Fill in the world and self groups (hashi_comms_init, once hashi_job is known). */
+void hashi_groups_init(void);
 
 /* The object behind a group handle, or NULL if it is not a valid group. */
 struct MPI_ABI_Group *hashi_group_get(MPI_Group h);

@@ -1,7 +1,7 @@
 /*
  * Datatypes: the predefined types at the standard's handle values, derived
  * types as a compact representation, and the one pack/unpack engine every
- * non-contiguous transfer goes through.
+ * non-contiguous transfer goes through. docs/datatypes.md has the design.
  */
 #ifndef HASHI_MPI_DATATYPE_H
 #define HASHI_MPI_DATATYPE_H
@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct hashi_type_repr;   /* the engine's internal description (datatype.c) */
+struct hashi_type_repr;       /* the engine's layout description (datatype_repr.h) */
+struct hashi_repr_arena;      /* memory owned by one type's layout */
+struct hashi_type_envelope;   /* the constructor call, for get_envelope / get_contents */
 
 struct MPI_ABI_Datatype {
     uint32_t magic;               /* HASHI_TYPE_MAGIC: catches stale / garbage handles */
@@ -27,21 +29,46 @@ struct MPI_ABI_Datatype {
     MPI_Datatype basic_type;      /* the single basic type it consists of, or MPI_DATATYPE_NULL */
     atomic_int refcount;
     char name[MPI_MAX_OBJECT_NAME];
-    struct hashi_type_repr *repr; /* flattened layout for the engine */
-    void *envelope;               /* what get_envelope / get_contents return */
+    const struct hashi_type_repr *repr; /* flattened layout for the engine */
+    void *envelope;               /* what get_envelope / get_contents return
+                                     (struct hashi_type_envelope, NULL for predefined) */
+
+    /* ---- layout facts the constructors propagate ---- */
+    int dense;                    /* one element's data is `size` bytes in one run at
+                                     true_lb, in memory order (count == 1 goes in place) */
+    int align;                    /* strictest alignment of the basic types inside: a
+                                     struct's extent is padded to a multiple of it */
+    int explicit_bounds;          /* lb/ub were set by MPI_Type_create_resized (here or
+                                     in a component): no struct padding is added */
+    MPI_Count nelem;              /* basic elements in one element (a pair type counts 2) */
+    MPI_Count elem_size;          /* the size of every basic element if they all have the
+                                     same size, else 0 (used by hashi_type_elements) */
+
+    /* Predefined pair types (MPI_DOUBLE_INT ...) and MPI_Type_get_value_index
+     * results: the value and index components, for MINLOC / MAXLOC. */
+    MPI_Datatype pair_value, pair_index;  /* MPI_DATATYPE_NULL for other types */
+    MPI_Aint pair_index_offset;           /* where the index sits in the pair */
+
+    struct hashi_repr_arena *arena;       /* derived types: memory of `repr` */
 };
 #define HASHI_TYPE_MAGIC 0x54595045u
 
 /* The object behind a handle (predefined or derived), or NULL if invalid. */
 struct MPI_ABI_Datatype *hashi_type_get(MPI_Datatype type);
 
-/* For MPI calls' argument checks: MPI_SUCCESS or an error class, with a reason. */
+/* For MPI calls' argument checks: MPI_SUCCESS or an error class
+ * (MPI_ERR_TYPE), with a reason ("MPI_DATATYPE_NULL", "not committed" ...). */
 int hashi_type_check(MPI_Datatype type, int need_committed, const char **why);
 
 /* Bytes of data in count elements (count * size). */
 static inline MPI_Count hashi_type_bytes(const struct MPI_ABI_Datatype *t, MPI_Count count)
 {
     return t->size * count;
+}
+
+static inline MPI_Aint hashi_type_extent(const struct MPI_ABI_Datatype *t)
+{
+    return t->ub - t->lb;
 }
 
 /* True when count elements at buf are t->size*count contiguous bytes starting
@@ -51,17 +78,35 @@ static inline int hashi_type_is_contig(const struct MPI_ABI_Datatype *t)
     return t->contiguous;
 }
 
+/* The same question for a given count: a single element of a dense type
+ * (MPI_DOUBLE_INT, a resized contiguous type ...) is in place too. */
+static inline int hashi_type_is_contig_count(const struct MPI_ABI_Datatype *t, MPI_Count count)
+{
+    return t->contiguous || (count == 1 && t->dense) || count == 0;
+}
+
 /*
  * Pack or unpack part of (buf, count, type): the bytes of the typed data from
  * stream offset `offset` up to `offset + len` (a stream of hashi_type_bytes()
  * bytes). Partial calls may resume anywhere, so a device can pipeline in
- * chunks. Return the number of bytes moved.
+ * chunks. Return the number of bytes moved (less than len only at the end of
+ * the stream). Need no MPI state: safe from any thread on distinct buffers.
  */
 size_t hashi_type_pack(const void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t,
                        size_t offset, void *out, size_t len);
 size_t hashi_type_unpack(void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t,
                          size_t offset, const void *in, size_t len);
 
+/*
+ * Basic elements in the first `bytes` bytes of a stream of elements of t
+ * (MPI_Get_elements): MPI_UNDEFINED when the bytes do not end on a basic
+ * element's boundary. A type of size 0 gives 0.
+ */
+MPI_Count hashi_type_elements(const struct MPI_ABI_Datatype *t, uint64_t bytes);
+
+/* References held by pending operations and by derived types built on t; a
+ * derived type is destroyed when the last one (the user's handle included)
+ * goes. No-ops on predefined types. */
 void hashi_type_retain(struct MPI_ABI_Datatype *t);
 void hashi_type_release(struct MPI_ABI_Datatype *t);
 

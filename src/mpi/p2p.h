@@ -16,10 +16,16 @@
 
 struct MPI_ABI_Comm;
 
-/* Tags the library reserves on a communicator's internal (collective) context.
- * User tags never reach that context, so any value works; these are kept out
- * of the range collectives use for their own tags (0 .. 0x7fff). */
-#define HASHI_TAG_FINALIZE_BARRIER 0x10000
+/*
+ * Tags on a communicator's internal context (hashi_comm_coll_context()): user
+ * tags never reach it, so its whole 23-bit tag space belongs to the library.
+ * Collectives keep to HASHI_TAG_COLL_FIRST .. HASHI_TAG_COLL_LAST; the
+ * communicator layer owns the top (HASHI_TAG_COMM_FIRST .. in mpi/comm.h).
+ * The point-to-point layer sends nothing of its own (MPI_Finalize's barrier
+ * is the communicator layer's hashi_comm_barrier).
+ */
+#define HASHI_TAG_COLL_FIRST 0
+#define HASHI_TAG_COLL_LAST  0x7ffeff
 
 int hashi_isend_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
                          struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req);

@@ -59,6 +59,7 @@ enum {
     HASHI_REQF_DEV_SEND    = 1 << 1,  /* a device send is in flight (counted for MPI_Finalize) */
     HASHI_REQF_PROC_NULL   = 1 << 2,  /* to/from MPI_PROC_NULL: never reaches the device */
     HASHI_REQF_CANCEL_ASKED = 1 << 3, /* MPI_Cancel was called on this activation */
+    HASHI_REQF_COMPOUND    = 1 << 4,  /* completes when its children do (MPI_Isendrecv) */
 };
 
 struct MPI_ABI_Request {
@@ -99,6 +100,12 @@ struct MPI_ABI_Request {
     /* Run when the request is destroyed (owner state of collectives). */
     void (*on_free)(struct MPI_ABI_Request *req);
     void *extra;                    /* owner data for on_complete / collectives */
+
+    /* Compound operations: a child reports its completion to its parent
+     * (after its own on_complete, while its status is still readable). */
+    struct MPI_ABI_Request *parent;
+    void (*on_child_complete)(struct MPI_ABI_Request *parent, struct MPI_ABI_Request *child);
+    int children_pending;
 
     /* Generalized requests (MPI_Grequest_start). */
     MPI_Grequest_query_function *greq_query;
@@ -153,8 +160,8 @@ static inline void hashi_request_retain(struct MPI_ABI_Request *req)
 
 /*
  * Called by devices (on the progress path) when an operation finishes: runs
- * on_complete, sets `complete` with release ordering, then drops the
- * operation's reference (which may free the request).
+ * on_complete, sets `complete` with release ordering, tells the parent (if
+ * any), then drops the operation's reference (which may free the request).
  */
 void hashi_request_complete(struct MPI_ABI_Request *req);
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <hwloc.h>
+#include <mpi.h>
 #include <rdma/fabric.h>
 
 #include "mpi/bindings.h"
@@ -39,9 +40,6 @@ extern char **environ;
 #define HASHI_INFO_INCLUDEDIR ""
 #endif
 
-/* The standard this build implements (the ABI header's MPI_VERSION and ABI). */
-#define HASHI_INFO_MPI_VERSION "5.0"
-#define HASHI_INFO_ABI_VERSION "1.0"
 
 static const char *const program_name = "hashi_info";
 
@@ -379,22 +377,31 @@ static void emit_selection(const char *what, const char *label, enum hashi_param
                hashi_param_table[id].name, hashi_param_table[id].default_value);
 }
 
-/* Where the MPI library this program loaded lives: the one users' programs get. */
+/*
+ * Where the MPI library this program loaded lives: the one users' programs get.
+ * Looked up through a symbol this program does not reference, so the answer is
+ * the library's own definition, not a copy relocated into the executable.
+ */
 static void emit_library_path(void)
 {
+    void *symbol = dlsym(RTLD_DEFAULT, "PMPI_Init");
     Dl_info where;
-    if (dladdr((const void *)hashi_param_table, &where) && where.dli_fname)
+    if (symbol && dladdr(symbol, &where) && where.dli_fname)
         emit("path:library", "MPI library", "%s", where.dli_fname);
+    else
+        emit("path:library", "MPI library", "(unknown: PMPI_Init not found)");
 }
 
 static void print_build(const struct options *opt)
 {
     emit("version:hashi", "Hashi", "%s", PACKAGE_VERSION);
-    emit("version:mpi", "MPI standard", "%s", HASHI_INFO_MPI_VERSION);
+    /* The versions of the standard-ABI header this build implements. */
+    emit("version:mpi", "MPI standard", "%d.%d", MPI_VERSION, MPI_SUBVERSION);
     if (parsable_output)
-        printf("version:abi:%s\n", HASHI_INFO_ABI_VERSION);
+        printf("version:abi:%d.%d\n", MPI_ABI_VERSION, MPI_ABI_SUBVERSION);
     else
-        printf("%*s: %s (the standard ABI: libmpi_abi.so.1)\n", LABEL_WIDTH, "MPI ABI", HASHI_INFO_ABI_VERSION);
+        printf("%*s: %d.%d (the standard ABI: libmpi_abi.so.%d)\n", LABEL_WIDTH, "MPI ABI",
+               MPI_ABI_VERSION, MPI_ABI_SUBVERSION, MPI_ABI_VERSION);
     emit("build:cc", "Build compiler", "%s", HASHI_BUILD_CC);
     if (opt->all) {
         /* autoconf's list starts with a space */

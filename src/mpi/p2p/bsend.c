@@ -1,0 +1,564 @@
+/*
+ * Buffered mode: MPI_Bsend / Ibsend / Bsend_init copy the message into a
+ * buffer the program attached (MPI_Buffer_attach for the process,
+ * MPI_Comm_attach_buffer for one communicator; MPI_BUFFER_AUTOMATIC lets the
+ * library allocate) and send the copy; the call completes at once.
+ *
+ * The attached buffer is carved into segments, each a header followed by the
+ * packed message, kept in address order; first fit, split, and merge with free
+ * neighbours when a send completes. The header is far smaller than
+ * MPI_BSEND_OVERHEAD, so a program that sizes its buffer as the standard says
+ * always fits its messages.
+ */
+#include "mpi/p2p/p2p_impl.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEGMENT_ALIGN alignof(max_align_t)
+
+struct bsend_segment {
+    struct bsend_segment *next, *prev;   /* address order (attached buffers only) */
+    size_t size;                         /* header + data, a multiple of SEGMENT_ALIGN */
+    int in_use;
+    struct hashi_bsend_buffer *owner;
+};
+
+#define HEADER_SIZE ((sizeof(struct bsend_segment) + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN)
+/* A free remainder smaller than this is left inside the used segment. */
+#define MIN_SPLIT (HEADER_SIZE + 64)
+
+_Static_assert(HEADER_SIZE + SEGMENT_ALIGN <= MPI_BSEND_OVERHEAD, "the Bsend header must fit MPI_BSEND_OVERHEAD");
+
+static unsigned char *segment_data(struct bsend_segment *s)
+{
+    return (unsigned char *)s + HEADER_SIZE;
+}
+
+static void buffer_reset(struct hashi_bsend_buffer *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+static int buffer_attach(struct hashi_bsend_buffer *b, void *addr, MPI_Count size)
+{
+    buffer_reset(b);
+    b->attached = 1;
+    b->user_addr = addr;
+    b->user_size = size;
+    if (addr == MPI_BUFFER_AUTOMATIC) {
+        b->automatic = 1;
+        return MPI_SUCCESS;
+    }
+    uintptr_t start = ((uintptr_t)addr + SEGMENT_ALIGN - 1) & ~(uintptr_t)(SEGMENT_ALIGN - 1);
+    uintptr_t end = (uintptr_t)addr + (uintptr_t)size;
+    if (end < start + HEADER_SIZE + SEGMENT_ALIGN)
+        return MPI_SUCCESS;   /* too small for any message: every Bsend will say so */
+    struct bsend_segment *s = (struct bsend_segment *)start;
+    *s = (struct bsend_segment){ .size = (end - start) / SEGMENT_ALIGN * SEGMENT_ALIGN, .owner = b };
+    b->base = (unsigned char *)s;
+    b->segments = s;
+    return MPI_SUCCESS;
+}
+
+/* First fit; splits off the rest when it is worth a segment of its own. */
+static struct bsend_segment *segment_alloc(struct hashi_bsend_buffer *b, size_t bytes)
+{
+    size_t need = HEADER_SIZE + (bytes + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN;
+    if (b->automatic) {
+        struct bsend_segment *s = aligned_alloc(SEGMENT_ALIGN, need);
+        if (s)
+            *s = (struct bsend_segment){ .size = need, .in_use = 1, .owner = b };
+        return s;
+    }
+    for (struct bsend_segment *s = b->segments; s; s = s->next) {
+        if (s->in_use || s->size < need)
+            continue;
+        if (s->size - need >= MIN_SPLIT) {
+            struct bsend_segment *rest = (struct bsend_segment *)((unsigned char *)s + need);
+            *rest = (struct bsend_segment){ .next = s->next, .prev = s, .size = s->size - need, .owner = b };
+            if (s->next)
+                s->next->prev = rest;
+            s->next = rest;
+            s->size = need;
+        }
+        s->in_use = 1;
+        return s;
+    }
+    return NULL;
+}
+
+static void segment_merge_next(struct bsend_segment *s)
+{
+    struct bsend_segment *n = s->next;
+    s->size += n->size;
+    s->next = n->next;
+    if (n->next)
+        n->next->prev = s;
+}
+
+static void segment_free(struct bsend_segment *s)
+{
+    struct hashi_bsend_buffer *b = s->owner;
+    if (b->automatic) {
+        free(s);
+        return;
+    }
+    s->in_use = 0;
+    if (s->next && !s->next->in_use)
+        segment_merge_next(s);
+    if (s->prev && !s->prev->in_use)
+        segment_merge_next(s->prev);
+}
+
+/* Complete the MPI_*_iflush_buffer requests waiting for an empty buffer. */
+static void buffer_complete_flushes(struct hashi_bsend_buffer *b)
+{
+    struct MPI_ABI_Request *w = b->flush_waiters;
+    b->flush_waiters = NULL;
+    while (w) {
+        struct MPI_ABI_Request *next = w->extra;
+        w->extra = NULL;
+        hashi_request_complete(w);
+        w = next;
+    }
+}
+
+/* The internal send of a buffered copy finished: give its segment back. */
+static void bsend_done(struct MPI_ABI_Request *req)
+{
+    struct bsend_segment *s = req->extra;
+    struct hashi_bsend_buffer *b = s->owner;
+    segment_free(s);
+    if (--b->pending == 0 && b->flush_waiters)
+        buffer_complete_flushes(b);
+}
+
+/* ---- which buffer ---- */
+
+static struct hashi_comm_buffer **comm_buffer_slot(struct MPI_ABI_Comm *comm)
+{
+    struct hashi_comm_buffer **p = &hashi_p2p.comm_buffers;
+    while (*p && (*p)->comm != comm)
+        p = &(*p)->next;
+    return p;
+}
+
+struct hashi_bsend_buffer *p2p_bsend_buffer_for(struct MPI_ABI_Comm *comm)
+{
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(comm);
+    if (cb)
+        return &cb->buf;
+    return hashi_p2p.process_buffer.attached ? &hashi_p2p.process_buffer : NULL;
+}
+
+static int drain_completions(void)
+{
+    int total = 0, n;
+    while ((n = hashi_progress_poll()) > 0)
+        total += n;
+    return total;
+}
+
+int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t,
+              int dest, int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle)
+{
+    if (dest == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    struct hashi_bsend_buffer *b = p2p_bsend_buffer_for(comm);
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    if (!b)
+        return hashi_err_comm(func, handle, MPI_ERR_BUFFER,
+                              "no buffer is attached for a buffered send of %zu bytes "
+                              "(MPI_Buffer_attach or MPI_Comm_attach_buffer)", bytes);
+    struct bsend_segment *s = segment_alloc(b, bytes);
+    if (!s && !b->automatic && b->pending > 0) {
+        /* Sends that finished since the last progress give their space back. */
+        drain_completions();
+        s = segment_alloc(b, bytes);
+    }
+    if (!s)
+        return hashi_err_comm(func, handle, b->automatic ? MPI_ERR_NO_MEM : MPI_ERR_BUFFER,
+                              "the attached buffer (%lld bytes, %ld message%s pending) has no room for a "
+                              "buffered send of %zu bytes plus MPI_BSEND_OVERHEAD",
+                              (long long)b->user_size, b->pending, b->pending == 1 ? "" : "s", bytes);
+    unsigned char *data = segment_data(s);
+    if (bytes) {
+        if (hashi_type_is_contig(t))
+            memcpy(data, p2p_offset(buf, t->true_lb), bytes);
+        else
+            hashi_type_pack(buf, count, t, 0, data, bytes);
+    }
+
+    /* The copy goes out as a standard send of bytes; the program's request
+     * (if any) completes now. */
+    struct MPI_ABI_Request *req = hashi_request_alloc(HASHI_REQ_SEND);
+    if (!req) {
+        segment_free(s);
+        return hashi_err_comm(func, handle, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    struct MPI_ABI_Datatype *byte_type = hashi_type_get(MPI_BYTE);
+    int rc = p2p_prepare_send(req, data, (MPI_Count)bytes, MPI_BYTE, byte_type, dest, tag, comm,
+                              comm->context_id, HASHI_SEND_STANDARD);
+    if (rc != MPI_SUCCESS) {
+        hashi_request_free(req);
+        segment_free(s);
+        return hashi_err_comm(func, handle, rc, "preparing a buffered send failed");
+    }
+    req->extra = s;
+    req->on_complete = bsend_done;
+    b->pending++;
+    rc = p2p_start_send(req);
+    /* Nobody waits for this request: its completion frees it. A failed start
+     * has completed it already (bsend_done gave the segment back). */
+    hashi_request_free(req);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_comm(func, handle, rc, "the device could not start a buffered send of %zu bytes to rank %d",
+                              bytes, dest);
+    return MPI_SUCCESS;
+}
+
+/* ---- MPI_Bsend, MPI_Ibsend, MPI_Bsend_init ---- */
+
+static int bsend_call(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                      int tag, MPI_Comm comm)
+{
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return p2p_bsend(func, buf, count, t, dest, tag, c, comm);
+}
+
+int hashi_impl_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Bsend");
+    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm);
+}
+
+int hashi_impl_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Bsend");
+    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm);
+}
+
+static int ibsend_call(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                       int tag, MPI_Comm comm, MPI_Request *request)
+{
+    if (!request)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+    int rc = bsend_call(func, buf, count, datatype, dest, tag, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    struct MPI_ABI_Request *req = p2p_completed_request(HASHI_REQ_SEND, 0);
+    if (!req)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+    *request = req;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ibsend");
+    return ibsend_call("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request);
+}
+
+int hashi_impl_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ibsend");
+    return ibsend_call("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request);
+}
+
+static int bsend_init_call(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                           int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    if (!request)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    struct MPI_ABI_Request *req = hashi_request_alloc(HASHI_REQ_PREQ_SEND);
+    if (!req)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+    /* Only the description is kept: each MPI_Start copies into the buffer. */
+    req->user_buf = (void *)buf;
+    req->count = count;
+    req->datatype = datatype;
+    req->type = t;
+    hashi_type_retain(t);
+    req->comm = c;
+    hashi_comm_retain(c);
+    req->peer = dest;
+    req->tag = tag;
+    req->send_mode = HASHI_SEND_BUFFERED;
+    req->persistent = 1;
+    atomic_store_explicit(&req->complete, 1, memory_order_relaxed);
+    *request = req;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Bsend_init");
+    return bsend_init_call("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request);
+}
+
+int hashi_impl_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Bsend_init");
+    return bsend_init_call("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request);
+}
+
+/* ---- attach, detach, flush ---- */
+
+static int buffer_empty(void *arg)
+{
+    return ((struct hashi_bsend_buffer *)arg)->pending == 0;
+}
+
+/* Wait until every message copied into b has been sent. */
+static void buffer_flush(struct hashi_bsend_buffer *b)
+{
+    hashi_progress_wait_until(buffer_empty, b);
+}
+
+static int attach_args(const char *func, MPI_Comm comm, void *buffer, MPI_Count size)
+{
+    if (buffer == MPI_BUFFER_AUTOMATIC)
+        return MPI_SUCCESS;
+    if (size < 0)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "size %lld is negative", (long long)size);
+    if (!buffer && size > 0)
+        return hashi_err_comm(func, comm, MPI_ERR_BUFFER, "the buffer is NULL but size is %lld", (long long)size);
+    return MPI_SUCCESS;
+}
+
+/* Detach's out-arguments: the address attached, and its size (0 for automatic;
+ * the int form cannot hold more than INT_MAX). */
+static void detach_results(const struct hashi_bsend_buffer *b, void *buffer_addr, MPI_Count *size)
+{
+    *(void **)buffer_addr = b->user_addr;
+    *size = b->automatic ? 0 : b->user_size;
+}
+
+static int process_attach(const char *func, void *buffer, MPI_Count size)
+{
+    int rc = attach_args(func, MPI_COMM_SELF, buffer, size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (hashi_p2p.process_buffer.attached)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_BUFFER,
+                               "a buffer is attached already (MPI_Buffer_detach it first)");
+    return buffer_attach(&hashi_p2p.process_buffer, buffer, size);
+}
+
+int hashi_impl_Buffer_attach_c(void *buffer, MPI_Count size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_attach");
+    return process_attach("MPI_Buffer_attach", buffer, size);
+}
+
+int hashi_impl_Buffer_attach(void *buffer, int size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_attach");
+    return process_attach("MPI_Buffer_attach", buffer, size);
+}
+
+static int process_detach(const char *func, void *buffer_addr, MPI_Count *size)
+{
+    if (!buffer_addr)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "buffer_addr is NULL");
+    struct hashi_bsend_buffer *b = &hashi_p2p.process_buffer;
+    if (!b->attached)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_BUFFER, "no buffer is attached");
+    buffer_flush(b);
+    detach_results(b, buffer_addr, size);
+    buffer_reset(b);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_detach");
+    if (!size)
+        return hashi_err_raise("MPI_Buffer_detach", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "size is NULL");
+    return process_detach("MPI_Buffer_detach", buffer_addr, size);
+}
+
+int hashi_impl_Buffer_detach(void *buffer_addr, int *size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_detach");
+    if (!size)
+        return hashi_err_raise("MPI_Buffer_detach", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "size is NULL");
+    MPI_Count sz = 0;
+    int rc = process_detach("MPI_Buffer_detach", buffer_addr, &sz);
+    if (rc == MPI_SUCCESS)
+        *size = sz > INT_MAX ? INT_MAX : (int)sz;
+    return rc;
+}
+
+int hashi_impl_Buffer_flush(void)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_flush");
+    if (hashi_p2p.process_buffer.attached)
+        buffer_flush(&hashi_p2p.process_buffer);
+    return MPI_SUCCESS;
+}
+
+/* A request that completes once every message in b has been sent. */
+static int buffer_iflush(const char *func, MPI_Comm comm, struct hashi_bsend_buffer *b, MPI_Request *request)
+{
+    if (!request)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+    if (!b || b->pending == 0) {
+        struct MPI_ABI_Request *done = p2p_completed_request(HASHI_REQ_SEND, 0);
+        if (!done)
+            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+        *request = done;
+        return MPI_SUCCESS;
+    }
+    struct MPI_ABI_Request *req = hashi_request_alloc(HASHI_REQ_SEND);
+    if (!req)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+    hashi_request_retain(req);   /* the flush's "operation" */
+    req->extra = b->flush_waiters;
+    b->flush_waiters = req;
+    *request = req;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Buffer_iflush(MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Buffer_iflush");
+    struct hashi_bsend_buffer *b = hashi_p2p.process_buffer.attached ? &hashi_p2p.process_buffer : NULL;
+    return buffer_iflush("MPI_Buffer_iflush", MPI_COMM_SELF, b, request);
+}
+
+/* ---- a communicator's buffer (MPI-4.1) ---- */
+
+int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
+{
+    const char *func = "MPI_Comm_attach_buffer";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    if (!c)
+        return rc;
+    if ((rc = attach_args(func, comm, buffer, size)) != MPI_SUCCESS)
+        return rc;
+    if (*comm_buffer_slot(c))
+        return hashi_err_comm(func, comm, MPI_ERR_BUFFER,
+                              "a buffer is attached to this communicator already (MPI_Comm_detach_buffer it first)");
+    struct hashi_comm_buffer *cb = malloc(sizeof *cb);
+    if (!cb)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    cb->comm = c;
+    buffer_attach(&cb->buf, buffer, size);
+    cb->next = hashi_p2p.comm_buffers;
+    hashi_p2p.comm_buffers = cb;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)
+{
+    return hashi_impl_Comm_attach_buffer_c(comm, buffer, size);
+}
+
+/* Unlink and free a communicator's buffer record after flushing it. */
+static void comm_buffer_remove(struct hashi_comm_buffer **slot, void *buffer_addr, MPI_Count *size)
+{
+    struct hashi_comm_buffer *cb = *slot;
+    buffer_flush(&cb->buf);
+    if (buffer_addr)
+        detach_results(&cb->buf, buffer_addr, size);
+    /* Flushing ran progress: the list may have changed in front of us. */
+    slot = comm_buffer_slot(cb->comm);
+    *slot = cb->next;
+    free(cb);
+}
+
+static int comm_detach(const char *func, MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+{
+    int rc;
+    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    if (!c)
+        return rc;
+    if (!buffer_addr || !size)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", !buffer_addr ? "buffer_addr" : "size");
+    struct hashi_comm_buffer **slot = comm_buffer_slot(c);
+    if (!*slot)
+        return hashi_err_comm(func, comm, MPI_ERR_BUFFER, "no buffer is attached to this communicator");
+    comm_buffer_remove(slot, buffer_addr, size);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Comm_detach_buffer");
+    return comm_detach("MPI_Comm_detach_buffer", comm, buffer_addr, size);
+}
+
+int hashi_impl_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Comm_detach_buffer");
+    MPI_Count sz = 0;
+    int rc = comm_detach("MPI_Comm_detach_buffer", comm, buffer_addr, size ? &sz : NULL);
+    if (rc == MPI_SUCCESS)
+        *size = sz > INT_MAX ? INT_MAX : (int)sz;
+    return rc;
+}
+
+int hashi_impl_Comm_flush_buffer(MPI_Comm comm)
+{
+    const char *func = "MPI_Comm_flush_buffer";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    if (!c)
+        return rc;
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
+    if (cb)
+        buffer_flush(&cb->buf);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
+{
+    const char *func = "MPI_Comm_iflush_buffer";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    if (!c)
+        return rc;
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
+    return buffer_iflush(func, comm, cb ? &cb->buf : NULL, request);
+}
+
+void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm)
+{
+    struct hashi_comm_buffer **slot = comm_buffer_slot(comm);
+    if (*slot)
+        comm_buffer_remove(slot, NULL, NULL);
+}
+
+void p2p_bsend_finalize(void)
+{
+    /* Pending messages were drained with every other send; drop the records. */
+    while (hashi_p2p.comm_buffers) {
+        struct hashi_comm_buffer *next = hashi_p2p.comm_buffers->next;
+        free(hashi_p2p.comm_buffers);
+        hashi_p2p.comm_buffers = next;
+    }
+    buffer_reset(&hashi_p2p.process_buffer);
+}

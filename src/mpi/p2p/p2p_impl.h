@@ -1,0 +1,166 @@
+/*
+ * Private to src/mpi/p2p: the layer's state, argument checks shared by the
+ * calls, and the start/finish steps every operation goes through.
+ */
+#ifndef HASHI_MPI_P2P_IMPL_H
+#define HASHI_MPI_P2P_IMPL_H
+
+#include "mpi/mpi_impl.h"
+#include "mpi/comm.h"
+#include "mpi/datatype.h"
+#include "mpi/p2p.h"
+#include "mpi/request.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The tag limit used when the device does not state its own: the standard's
+ * minimum is 32767, Hashi promises 2^23 - 1 on every device. */
+#define HASHI_P2P_DEFAULT_TAG_UB ((1 << 23) - 1)
+
+/* ---- request pool ---- */
+
+/* Requests come from slabs that are never returned while MPI runs, so a stale
+ * handle still points at a request-shaped object whose magic says "freed". */
+struct hashi_request_slab {
+    struct hashi_request_slab *next;
+};
+
+struct hashi_request_pool {
+    struct MPI_ABI_Request *free_list;
+    struct hashi_request_slab *slabs;
+    size_t slab_count;
+    size_t in_use;          /* allocated and not yet returned */
+    /* MPI_THREAD_MULTIPLE: a lock (or per-thread caches) goes here. */
+};
+
+/* ---- buffered sends ---- */
+
+struct bsend_segment;
+
+/* One attached buffer (process-wide, or a communicator's). */
+struct hashi_bsend_buffer {
+    unsigned char *base;            /* aligned start inside the user's buffer */
+    void *user_addr;                /* what the user attached (returned by detach) */
+    MPI_Count user_size;
+    int attached;
+    int automatic;                  /* MPI_BUFFER_AUTOMATIC: segments are malloc'd */
+    struct bsend_segment *segments; /* address-ordered, free and used */
+    long pending;                   /* messages whose send has not completed */
+    struct MPI_ABI_Request *flush_waiters; /* MPI_*_iflush_buffer requests (chained by extra) */
+};
+
+/* A communicator's attached buffer (MPI_Comm_attach_buffer). */
+struct hashi_comm_buffer {
+    struct hashi_comm_buffer *next;
+    struct MPI_ABI_Comm *comm;
+    struct hashi_bsend_buffer buf;
+};
+
+/* ---- the layer's state ---- */
+
+#define HASHI_PROGRESS_HOOKS_MAX 16
+
+struct hashi_p2p_state {
+    struct hashi_request_pool pool;
+    /* Device sends started and not completed: MPI_Finalize drains them. */
+    atomic_long sends_in_flight;
+    /* Waiting: polls before sleeping when oversubscribed, and the sleep bound. */
+    long spin_count;
+    long sleep_us;
+    int oversubscribed;
+    int tag_ub;
+    int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);
+    int hook_count;
+    struct hashi_bsend_buffer process_buffer;   /* MPI_Buffer_attach */
+    struct hashi_comm_buffer *comm_buffers;
+};
+extern struct hashi_p2p_state hashi_p2p;
+
+/* ---- argument checks: MPI_SUCCESS or the raised error ---- */
+
+/* The communicator object, or NULL after raising MPI_ERR_COMM. */
+struct MPI_ABI_Comm *p2p_check_comm(const char *func, MPI_Comm comm, int *err);
+int p2p_check_count(const char *func, MPI_Comm comm, MPI_Count count);
+/* The committed type's object, or NULL after raising MPI_ERR_TYPE. */
+struct MPI_ABI_Datatype *p2p_check_type(const char *func, MPI_Comm comm, MPI_Datatype type, int *err);
+int p2p_check_buffer(const char *func, MPI_Comm comm, const void *buf, MPI_Count count,
+                     const struct MPI_ABI_Datatype *t);
+/* A destination (or, with allow_any, a source) rank: 0..size-1, PROC_NULL. */
+int p2p_check_rank(const char *func, const struct MPI_ABI_Comm *c, MPI_Comm comm, int rank, int allow_any);
+int p2p_check_tag(const char *func, MPI_Comm comm, int tag, int allow_any);
+/* All of the above for a send or a receive (buffer, count, type, peer, tag, comm). */
+int p2p_check_args(const char *func, const void *buf, MPI_Count count, MPI_Datatype type, int peer,
+                   int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t);
+/* An MPI_Request* argument that must point at a live request (not NULL). */
+int p2p_check_request_ptr(const char *func, MPI_Request *request, struct MPI_ABI_Request **req);
+/* The (count, array) of the multiple-completion calls. */
+int p2p_check_request_array(const char *func, int count, const MPI_Request array[]);
+/* An int-typed count argument of an MPI call (the non-_c forms). */
+static inline int p2p_count_fits_int(MPI_Count v) { return v >= INT_MIN && v <= INT_MAX; }
+
+/* ---- operations (no checks, no error handler: MPI_SUCCESS or a class) ---- */
+
+/* Fill req for a send / a receive of (buf, count, t) and take references on
+ * comm and type. Non-contiguous data gets its pack buffer here. */
+int p2p_prepare_send(struct MPI_ABI_Request *req, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                     struct MPI_ABI_Datatype *t, int dest, int tag, struct MPI_ABI_Comm *comm,
+                     uint32_t context_id, enum hashi_send_mode mode);
+int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MPI_Datatype datatype,
+                     struct MPI_ABI_Datatype *t, int source, int tag, struct MPI_ABI_Comm *comm,
+                     uint32_t context_id);
+/* Hand a prepared request to the device (packing first for sends). */
+int p2p_start_send(struct MPI_ABI_Request *req);
+int p2p_start_recv(struct MPI_ABI_Request *req);
+/* Receive a message matched by improbe into a prepared receive request. */
+int p2p_start_mrecv(struct MPI_ABI_Request *req, struct hashi_message *msg);
+/* A buffered send of (buf, count, t): copied into the attached buffer and sent. */
+int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t,
+              int dest, int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle);
+
+/* A request that is complete from the start (PROC_NULL, buffered sends). */
+struct MPI_ABI_Request *p2p_completed_request(enum hashi_req_kind kind, int proc_null);
+
+/* Complete a request with an error class (a device refused to start it). */
+void p2p_fail_request(struct MPI_ABI_Request *req, int errclass);
+
+/*
+ * Finishing a completed request for the user: copy its status (MPI_ERROR only
+ * when the operation failed, as the standard asks of single completions),
+ * deactivate a persistent request or free the others (setting *handle to
+ * MPI_REQUEST_NULL). Returns the operation's error code (MPI_SUCCESS, or the
+ * class/code to raise), and for a generalized request runs query_fn/free_fn.
+ */
+int p2p_request_finish(MPI_Request *handle, MPI_Status *status);
+/* The status and error of a completed request without finishing it
+ * (MPI_Request_get_status). */
+int p2p_request_peek(struct MPI_ABI_Request *req, MPI_Status *status);
+/* Whether a handle in an array counts as "active" for the completion calls. */
+int p2p_request_is_active(MPI_Request h);
+/* Raise an operation's error from a completion call, on the request's comm. */
+int p2p_raise_request_error(const char *func, struct MPI_ABI_Comm *comm, int code, const MPI_Status *st);
+
+/* The buffer a buffered send on comm uses (comm's own, else the process's), or NULL. */
+struct hashi_bsend_buffer *p2p_bsend_buffer_for(struct MPI_ABI_Comm *comm);
+
+/* The user-visible handle of a communicator object (for error handlers). */
+static inline MPI_Comm p2p_comm_handle(struct MPI_ABI_Comm *c)
+{
+    if (c == &hashi_comm_world) return MPI_COMM_WORLD;
+    if (c == &hashi_comm_self) return MPI_COMM_SELF;
+    return c;
+}
+
+/* Pointer arithmetic that is also defined for MPI_BOTTOM (NULL) + displacement. */
+static inline void *p2p_offset(const void *buf, MPI_Aint disp)
+{
+    return (void *)((uintptr_t)buf + (uintptr_t)disp);
+}
+
+void p2p_requests_init(void);
+int p2p_requests_finalize(void);
+void p2p_bsend_finalize(void);
+
+#endif

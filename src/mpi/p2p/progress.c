@@ -1,0 +1,153 @@
+/*
+ * Progress: one poll round (the device, then registered engines), and the
+ * wait loop every blocking call uses. A rank with a core of its own spins; an
+ * oversubscribed rank spins HASHI_SPIN_COUNT idle polls, then sleeps on its
+ * wake word (runtime/wake.h) until a local peer's send wakes it or
+ * HASHI_SLEEP_US passes. Also the layer's init and MPI_Finalize's drain.
+ */
+#include "mpi/p2p/p2p_impl.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <string.h>
+
+int hashi_progress_poll(void)
+{
+    int done = hashi_device->p2p.progress();
+    for (int i = 0; i < hashi_p2p.hook_count; i++)
+        done += hashi_p2p.hooks[i]();
+    return done;
+}
+
+int hashi_progress_register(int (*hook)(void))
+{
+    for (int i = 0; i < hashi_p2p.hook_count; i++)
+        if (hashi_p2p.hooks[i] == hook)
+            return 0;
+    if (hashi_p2p.hook_count == HASHI_PROGRESS_HOOKS_MAX)
+        return -1;
+    hashi_p2p.hooks[hashi_p2p.hook_count++] = hook;
+    return 0;
+}
+
+void hashi_progress_unregister(int (*hook)(void))
+{
+    for (int i = 0; i < hashi_p2p.hook_count; i++) {
+        if (hashi_p2p.hooks[i] == hook) {
+            memmove(&hashi_p2p.hooks[i], &hashi_p2p.hooks[i + 1],
+                    (size_t)(hashi_p2p.hook_count - i - 1) * sizeof hashi_p2p.hooks[0]);
+            hashi_p2p.hook_count--;
+            return;
+        }
+    }
+}
+
+/*
+ * The condition of the wait in progress, for the poll a sleeping rank makes
+ * after announcing its sleep: a condition that becomes true without a
+ * completion (a message arriving for MPI_Probe, a generalized request
+ * completed by the user) must also count as "work found", or the rank would
+ * sleep through the wake-up meant for it.
+ */
+struct wait_condition {
+    int (*done)(void *arg);
+    void *arg;
+};
+static _Thread_local struct wait_condition current_wait;
+
+static int poll_before_sleep(void)
+{
+    int n = hashi_progress_poll();
+    if (n == 0 && current_wait.done && current_wait.done(current_wait.arg))
+        n = 1;
+    return n;
+}
+
+void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
+{
+    if (done(arg))
+        return;
+    if (!hashi_p2p.oversubscribed) {
+        /* A core per rank: spinning is the lowest latency and costs no one. */
+        do
+            hashi_progress_poll();
+        while (!done(arg));
+        return;
+    }
+    struct wait_condition saved = current_wait;
+    current_wait = (struct wait_condition){ done, arg };
+    long idle = 0;
+    for (;;) {
+        int n = hashi_progress_poll();
+        if (done(arg))
+            break;
+        if (n > 0) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < hashi_p2p.spin_count)
+            continue;
+        /* Still idle: give the core to the peers this rank is waiting for. */
+        hashi_wake_sleep(poll_before_sleep, hashi_p2p.sleep_us);
+        if (done(arg))
+            break;
+    }
+    current_wait = saved;
+}
+
+static int request_done(void *arg)
+{
+    return hashi_request_is_complete(arg);
+}
+
+void hashi_progress_wait(struct MPI_ABI_Request *req)
+{
+    hashi_progress_wait_until(request_done, req);
+}
+
+/* ---- set-up and tear-down ---- */
+
+int hashi_p2p_tag_ub(void)
+{
+    return hashi_p2p.tag_ub;
+}
+
+void hashi_p2p_init(void)
+{
+    hashi_p2p.spin_count = (long)hashi_param_int(HASHI_P_SPIN_COUNT);
+    if (hashi_p2p.spin_count < 1)
+        hashi_p2p.spin_count = 1;
+    hashi_p2p.sleep_us = (long)hashi_param_int(HASHI_P_SLEEP_US);
+    if (hashi_p2p.sleep_us < 1)
+        hashi_p2p.sleep_us = 1;
+    hashi_p2p.oversubscribed = hashi_job.oversubscribed;
+    hashi_p2p.tag_ub = HASHI_P2P_DEFAULT_TAG_UB;
+    atomic_init(&hashi_p2p.sends_in_flight, 0);
+    p2p_requests_init();
+    HASHI_DEBUG(2, "p2p: %s waits (spin %ld polls, sleep %ld us), tag_ub %d, eager limit %zu",
+                hashi_p2p.oversubscribed ? "oversubscribed: sleeping" : "spinning",
+                hashi_p2p.spin_count, hashi_p2p.sleep_us, hashi_p2p.tag_ub, hashi_device->p2p.eager_limit);
+}
+
+static int no_sends_in_flight(void *arg)
+{
+    (void)arg;
+    return atomic_load_explicit(&hashi_p2p.sends_in_flight, memory_order_relaxed) == 0;
+}
+
+void hashi_p2p_finalize(void)
+{
+    /* Sends the program freed while active, buffered sends: finish them. */
+    hashi_progress_wait_until(no_sends_in_flight, NULL);
+    /* Then every rank has finished its point-to-point traffic, so the
+     * launcher's fence that follows never leaves a peer waiting for data (or
+     * for this rank's progress) it needs to get there. */
+    int rc = hashi_comm_barrier(&hashi_comm_world);
+    if (rc != MPI_SUCCESS)
+        hashi_log("MPI_Finalize: the closing barrier over the device failed (error class %d)", rc);
+    p2p_bsend_finalize();
+    p2p_requests_finalize();
+    hashi_p2p.hook_count = 0;
+}

@@ -1,0 +1,287 @@
+/*
+ * Sends: standard, synchronous and ready mode, blocking, nonblocking and
+ * persistent (buffered mode lives in bsend.c). Every form prepares a request
+ * (envelope, contiguous bytes for the device) and starts it on the device in
+ * call order, which with the device's ordering keeps messages non-overtaking.
+ */
+#include "mpi/p2p/p2p_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int p2p_prepare_send(struct MPI_ABI_Request *req, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                     struct MPI_ABI_Datatype *t, int dest, int tag, struct MPI_ABI_Comm *comm,
+                     uint32_t context_id, enum hashi_send_mode mode)
+{
+    req->user_buf = (void *)buf;
+    req->count = count;
+    req->datatype = datatype;
+    req->type = t;
+    hashi_type_retain(t);
+    req->comm = comm;
+    hashi_comm_retain(comm);
+    req->peer = dest;
+    req->tag = tag;
+    req->send_mode = mode;
+    req->context_id = context_id;
+    req->my_comm_rank = comm->rank;
+    if (dest == MPI_PROC_NULL) {
+        req->flags |= HASHI_REQF_PROC_NULL;
+        return MPI_SUCCESS;
+    }
+    req->dest_world = hashi_comm_to_world(comm, dest);
+    req->dev_bytes = (size_t)hashi_type_bytes(t, count);
+    if (hashi_type_is_contig(t) || req->dev_bytes == 0) {
+        req->dev_buf = req->dev_bytes ? p2p_offset(buf, t->true_lb) : (void *)buf;
+        return MPI_SUCCESS;
+    }
+    /* Non-contiguous: one packed copy, made when the send starts. */
+    req->pack_buf = malloc(req->dev_bytes);
+    if (!req->pack_buf)
+        return MPI_ERR_NO_MEM;
+    req->flags |= HASHI_REQF_PACK_OWNED;
+    req->dev_buf = req->pack_buf;
+    return MPI_SUCCESS;
+}
+
+int p2p_start_send(struct MPI_ABI_Request *req)
+{
+    hashi_status_set_empty(&req->status);
+    req->flags &= ~(unsigned)HASHI_REQF_CANCEL_ASKED;
+    atomic_store_explicit(&req->complete, 0, memory_order_relaxed);
+    hashi_request_retain(req);   /* the operation's reference */
+    if (req->flags & HASHI_REQF_PROC_NULL) {
+        hashi_request_complete(req);
+        return MPI_SUCCESS;
+    }
+    if (req->pack_buf && req->pack_buf == req->dev_buf && (req->flags & HASHI_REQF_PACK_OWNED))
+        hashi_type_pack(req->user_buf, req->count, req->type, 0, req->pack_buf, req->dev_bytes);
+    req->flags |= HASHI_REQF_DEV_SEND;
+    atomic_fetch_add_explicit(&hashi_p2p.sends_in_flight, 1, memory_order_relaxed);
+    int rc = hashi_device->p2p.isend(req);
+    if (rc != MPI_SUCCESS) {
+        /* Not started: drop the operation's reference (and the count) again. */
+        p2p_fail_request(req, rc);
+        return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int hashi_isend_mode_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
+                              struct MPI_ABI_Comm *comm, uint32_t context_id, enum hashi_send_mode mode,
+                              struct MPI_ABI_Request **out)
+{
+    struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    struct MPI_ABI_Request *req = hashi_request_alloc(HASHI_REQ_SEND);
+    *out = NULL;
+    if (!t)
+        return MPI_ERR_TYPE;
+    if (!req)
+        return MPI_ERR_NO_MEM;
+    int rc = p2p_prepare_send(req, buf, count, type, t, dest, tag, comm, context_id, mode);
+    if (rc == MPI_SUCCESS)
+        rc = p2p_start_send(req);
+    if (rc != MPI_SUCCESS) {
+        hashi_request_free(req);
+        return rc;
+    }
+    *out = req;
+    return MPI_SUCCESS;
+}
+
+int hashi_isend_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
+                         struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req)
+{
+    return hashi_isend_mode_internal(buf, count, type, dest, tag, comm, context_id, HASHI_SEND_STANDARD, req);
+}
+
+/* ---- the MPI calls ---- */
+
+/* Checks, then a started request (or, persistent, an inactive one). */
+static int send_request(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                        int tag, MPI_Comm comm, enum hashi_send_mode mode, int persistent,
+                        struct MPI_ABI_Request **out)
+{
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    struct MPI_ABI_Request *req = hashi_request_alloc(persistent ? HASHI_REQ_PREQ_SEND : HASHI_REQ_SEND);
+    if (!req)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+    rc = p2p_prepare_send(req, buf, count, datatype, t, dest, tag, c, c->context_id, mode);
+    if (rc == MPI_SUCCESS && persistent) {
+        req->persistent = 1;
+        atomic_store_explicit(&req->complete, 1, memory_order_relaxed);  /* inactive */
+        *out = req;
+        return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS)
+        rc = p2p_start_send(req);
+    if (rc != MPI_SUCCESS) {
+        size_t bytes = req->dev_bytes;
+        hashi_request_free(req);
+        return hashi_err_comm(func, comm, rc, "%s of %zu bytes to rank %d could not start",
+                              rc == MPI_ERR_NO_MEM ? "packing a send" : "the device send", bytes, dest);
+    }
+    *out = req;
+    return MPI_SUCCESS;
+}
+
+/* A blocking send: start, wait, and report the operation's error. */
+static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                         int tag, MPI_Comm comm, enum hashi_send_mode mode)
+{
+    struct MPI_ABI_Request *req;
+    int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, 0, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    hashi_progress_wait(req);
+    MPI_Status st = req->status;
+    struct MPI_ABI_Comm *c = req->comm;
+    rc = st.MPI_ERROR;
+    if (rc != MPI_SUCCESS) {
+        hashi_comm_retain(c);
+        hashi_request_free(req);
+        rc = p2p_raise_request_error(func, c, rc, &st);
+        hashi_comm_release(c);
+        return rc;
+    }
+    hashi_request_free(req);
+    return MPI_SUCCESS;
+}
+
+static int send_nonblocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                            int dest, int tag, MPI_Comm comm, enum hashi_send_mode mode, int persistent,
+                            MPI_Request *request)
+{
+    if (!request)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+    struct MPI_ABI_Request *req;
+    int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, persistent, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    *request = req;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Send");
+    return send_blocking("MPI_Send", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD);
+}
+
+int hashi_impl_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Send");
+    return send_blocking("MPI_Send", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD);
+}
+
+int hashi_impl_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ssend");
+    return send_blocking("MPI_Ssend", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC);
+}
+
+int hashi_impl_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ssend");
+    return send_blocking("MPI_Ssend", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC);
+}
+
+int hashi_impl_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Rsend");
+    return send_blocking("MPI_Rsend", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY);
+}
+
+int hashi_impl_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Rsend");
+    return send_blocking("MPI_Rsend", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY);
+}
+
+int hashi_impl_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                       MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Isend");
+    return send_nonblocking("MPI_Isend", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD, 0, request);
+}
+
+int hashi_impl_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                     MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Isend");
+    return send_nonblocking("MPI_Isend", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD, 0, request);
+}
+
+int hashi_impl_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Issend");
+    return send_nonblocking("MPI_Issend", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC, 0, request);
+}
+
+int hashi_impl_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Issend");
+    return send_nonblocking("MPI_Issend", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC, 0, request);
+}
+
+int hashi_impl_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Irsend");
+    return send_nonblocking("MPI_Irsend", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY, 0, request);
+}
+
+int hashi_impl_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                      MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Irsend");
+    return send_nonblocking("MPI_Irsend", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY, 0, request);
+}
+
+int hashi_impl_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Send_init");
+    return send_nonblocking("MPI_Send_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD, 1, request);
+}
+
+int hashi_impl_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Send_init");
+    return send_nonblocking("MPI_Send_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_STANDARD, 1, request);
+}
+
+int hashi_impl_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ssend_init");
+    return send_nonblocking("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC, 1, request);
+}
+
+int hashi_impl_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Ssend_init");
+    return send_nonblocking("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_SYNC, 1, request);
+}
+
+int hashi_impl_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Rsend_init");
+    return send_nonblocking("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY, 1, request);
+}
+
+int hashi_impl_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Rsend_init");
+    return send_nonblocking("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, HASHI_SEND_READY, 1, request);
+}
