@@ -549,8 +549,8 @@ int hashi_impl_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integer
 {
     static const char func[] = "MPI_Type_get_envelope_c";
     HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Datatype *t;
-    const struct hashi_type_envelope *env;
+    struct MPI_ABI_Datatype *t = NULL;
+    const struct hashi_type_envelope *env = NULL;
     int rc = envelope_of(func, datatype, &t, &env);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -569,8 +569,8 @@ int hashi_impl_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *
 {
     static const char func[] = "MPI_Type_get_envelope";
     HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Datatype *t;
-    const struct hashi_type_envelope *env;
+    struct MPI_ABI_Datatype *t = NULL;
+    const struct hashi_type_envelope *env = NULL;
     int rc = envelope_of(func, datatype, &t, &env);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -595,8 +595,8 @@ static int get_contents(const char *func, MPI_Datatype datatype, MPI_Count max_i
                         MPI_Datatype array_of_datatypes[], int large_call)
 {
     HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Datatype *t;
-    const struct hashi_type_envelope *env;
+    struct MPI_ABI_Datatype *t = NULL;
+    const struct hashi_type_envelope *env = NULL;
     int rc = envelope_of(func, datatype, &t, &env);
     if (rc != MPI_SUCCESS)
         return rc;

@@ -378,6 +378,20 @@ static inline void move_run(struct mover *m, uintptr_t user, MPI_Count len)
     m->stream += len;
 }
 
+/* Short runs of basic types inside a struct: lengths known at compile time
+ * become single loads and stores instead of a memcpy call. */
+static inline void copy_short(void *dst, const void *src, MPI_Count len)
+{
+    switch (len) {
+    case 1: memcpy(dst, src, 1); break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    default: memcpy(dst, src, (size_t)len); break;
+    }
+}
+
 /* n copies of len bytes, dst and src advancing by their own steps. Small
  * sizes known at compile time become single loads and stores. */
 #define STRIDED_LOOP(LEN)                                                      \
@@ -494,6 +508,38 @@ static void move_repeat(const struct hashi_type_repr *child, uintptr_t base, MPI
         if (len)
             move_run(m, run, len);
         return;
+    }
+    if (child->kind == HASHI_REPR_RUNS && len - (off ? csize - off : 0) >= csize) {
+        /* Whole instances of a set of runs (a struct): walk the runs directly,
+         * without searching for the first one each time. */
+        if (off) {
+            move_node(child, at, off, csize - off, m);
+            len -= csize - off;
+            at += (uintptr_t)stride;
+        }
+        const MPI_Aint *offs = child->u.runs.offs;
+        const MPI_Count *lens = child->u.runs.lens;
+        MPI_Count runs = child->count;
+        MPI_Count whole = len / csize;
+        char *stream = m->stream;
+        uintptr_t element = at + (uintptr_t)child->disp;
+        if (m->unpack) {
+            for (MPI_Count e = 0; e < whole; e++, element += (uintptr_t)stride)
+                for (MPI_Count j = 0; j < runs; j++) {
+                    copy_short((void *)(element + (uintptr_t)offs[j]), stream, lens[j]);
+                    stream += lens[j];
+                }
+        } else {
+            for (MPI_Count e = 0; e < whole; e++, element += (uintptr_t)stride)
+                for (MPI_Count j = 0; j < runs; j++) {
+                    copy_short(stream, (const void *)(element + (uintptr_t)offs[j]), lens[j]);
+                    stream += lens[j];
+                }
+        }
+        m->stream = stream;
+        len -= whole * csize;
+        at += (uintptr_t)whole * (uintptr_t)stride;
+        off = 0;
     }
     while (len > 0) {
         MPI_Count k = csize - off < len ? csize - off : len;

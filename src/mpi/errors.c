@@ -90,6 +90,7 @@ static const char *const standard_class_names[] = {
     C(MPI_ERR_VALUE_TOO_LARGE, "value too large to store"),
     C(MPI_ERR_SESSION, "invalid session"),
     C(MPI_ERR_ERRHANDLER, "invalid error handler"),
+    C(MPI_ERR_ABI, "ABI mismatch or unsupported ABI feature"),
 #undef C
 };
 #define STANDARD_CLASSES ((int)(sizeof standard_class_names / sizeof *standard_class_names))

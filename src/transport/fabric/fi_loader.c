@@ -34,6 +34,12 @@ static uint32_t (*real_version)(void);
 
 static void load_fabric(void)
 {
+    /* libfabric's PSM providers install a SIGSEGV handler that prints a
+     * backtrace and exits 1, hiding the signal from the launcher (which must
+     * report "killed by signal 11" and exit 139). Keep the default unless the
+     * user asked for their backtraces. */
+    setenv("HFI_NO_BACKTRACE", "1", 0);
+    setenv("IPATH_NO_BACKTRACE", "1", 0);
     fabric_handle = dlopen(FABRIC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!fabric_handle) {
         snprintf(load_error, sizeof load_error, "%s could not be loaded (%s): install libfabric1",

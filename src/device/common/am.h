@@ -1,0 +1,113 @@
+/*
+ * The active-message interface: what a BTL-shaped device provides, and the
+ * shared matching core built on top of it.
+ *
+ * A device that cannot match messages by itself (DIMMnet's AOTF / BOTF /
+ * PUSH / PULL, libfabric untagged messages in HASHI_OFI_MATCHING=core) fills
+ * a struct hashi_am_ops: send a header + payload to a peer as one message,
+ * optionally read remote memory, and progress. It hands every arriving
+ * message to hashi_am_deliver(). The core (am_core.c) runs matching
+ * (posted-receive and unexpected queues with per-source bins, ANY_SOURCE
+ * ordered by sequence numbers), the eager, rendezvous and synchronous
+ * protocols, probe / mprobe and cancel over those few calls, and exports the
+ * result as the MTL-shaped table hashi_am_p2p_ops that the MPI layer uses
+ * through hashi_device->p2p.
+ *
+ * Threading: like the rest of the device layer, the core assumes one thread
+ * at a time (MPI_THREAD_SERIALIZED); all its state hangs off one struct so a
+ * lock can be added around it later.
+ */
+#ifndef HASHI_DEVICE_COMMON_AM_H
+#define HASHI_DEVICE_COMMON_AM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+
+/* Called when a send's buffers may be reused or a get's data has landed.
+ * status is 0, or a negative device error (the core fails the request). */
+typedef void (*hashi_am_done_fn)(void *arg, int status);
+
+/* The most bytes of remote key an RMA-capable device ships in a header. */
+#define HASHI_AM_RKEY_MAX 24
+
+/* Capabilities (hashi_am_ops.flags). */
+#define HASHI_AM_CAP_GET 0x1u      /* get() reads registered remote memory */
+
+struct hashi_am_ops {
+    const char *name;
+    /*
+     * Largest message (header + payload) one send() moves; the core keeps its
+     * eager payloads and rendezvous fragments within it. Must be at least
+     * HASHI_AM_MIN_SEND.
+     */
+    size_t max_send;
+    unsigned flags;                 /* HASHI_AM_CAP_* */
+    size_t max_get;                 /* largest single get(); bigger reads are split */
+    size_t rkey_size;               /* bytes of a remote key (<= HASHI_AM_RKEY_MAX) */
+
+    /*
+     * Send hdr_len bytes of hdr followed by len bytes of data to world rank
+     * dest as one message, delivered to dest's core in the order sent (or
+     * with the core's sequence numbers restoring it).
+     *   done == NULL: buffered. The device copies hdr and data before
+     *     returning (inline, or into its own bounce buffer), so the caller
+     *     may reuse both at once and gets no callback.
+     *   done != NULL: zero copy. hdr is copied before returning, data is
+     *     read in place until done(arg, status) runs from progress().
+     * The device never loses a send: when its queues are full it keeps the
+     * operation and posts it from progress(). Returns 0, or -1 if the
+     * device cannot send at all (then done is never called).
+     */
+    int (*send)(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len,
+                hashi_am_done_fn done, void *arg);
+
+    /*
+     * Optional RMA (HASHI_AM_CAP_GET). mem_reg makes len bytes at buf
+     * readable by peers and writes rkey_size bytes of key into rkey; the key
+     * names offsets from buf. get reads len bytes at offset of (peer, rkey)
+     * into local and calls done from progress().
+     */
+    int (*mem_reg)(void *buf, size_t len, void **mem, void *rkey);
+    void (*mem_dereg)(void *mem);
+    int (*get)(int peer, void *local, size_t len, const void *rkey, uint64_t offset,
+               hashi_am_done_fn done, void *arg);
+
+    /* Advance the device: complete sends and gets, deliver arrivals. Returns
+     * the number of events handled (0: nothing happened). */
+    int (*progress)(void);
+};
+
+/* The core header is at most this big; a device's max_send must exceed it. */
+#define HASHI_AM_HDR_MAX 64
+#define HASHI_AM_MIN_SEND (HASHI_AM_HDR_MAX + 64)
+
+/* Rendezvous flavours the core can run. */
+enum hashi_am_rndv {
+    HASHI_AM_RNDV_AUTO,     /* get when the device has it, else chunked */
+    HASHI_AM_RNDV_GET,      /* receiver reads the sender's registered buffer, then FIN */
+    HASHI_AM_RNDV_CHUNKED   /* receiver answers CTS, sender streams fragments */
+};
+
+/*
+ * Set the core up on top of a device. eager_limit: largest payload sent
+ * eagerly (capped by max_send minus the header). Returns 0, or -1 with a
+ * message in err.
+ */
+int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum hashi_am_rndv rndv,
+                       char *err, size_t errlen);
+/* Release the core's queues and buffers (after traffic has stopped). */
+void hashi_am_core_finalize(void);
+
+/*
+ * A message arrived (header + payload as sent, contiguous, any alignment).
+ * The core consumes it before returning: the device may reuse the bytes.
+ */
+void hashi_am_deliver(const void *msg, size_t len);
+
+/* The point-to-point table the core offers (fill hashi_device->p2p with it
+ * after hashi_am_core_init; eager_limit is set by init). */
+extern struct hashi_device_p2p_ops hashi_am_p2p_ops;
+
+#endif
