@@ -40,6 +40,22 @@ struct hashi_envelope {
     uint64_t bytes;
 };
 
+/*
+ * Conventions for every entry point below:
+ * - They return MPI_SUCCESS, or an MPI error class (MPI_ERR_TAG, MPI_ERR_RANK,
+ *   MPI_ERR_NO_MEM, MPI_ERR_OTHER ...) when the operation could not start; then
+ *   the request is not completed and the caller raises the error.
+ * - A request may complete inside the call that started it (an eager send, a
+ *   receive whose message is already there): hashi_request_complete() runs
+ *   before isend / irecv returns.
+ * - Completion always fills req->status: MPI_ERROR, and for receives
+ *   MPI_SOURCE (rank in the communicator), MPI_TAG, the byte count
+ *   (hashi_status_set_bytes) and the cancelled flag.
+ * - The device never loses an operation: when its queues are full it keeps the
+ *   operation and posts it from progress().
+ * - After making a message visible to a peer on this node, a device calls
+ *   hashi_wake_peer(dest_world) (runtime/wake.h).
+ */
 struct hashi_device_p2p_ops {
     /*
      * Start a send of req->dev_bytes contiguous bytes at req->dev_buf to
@@ -47,32 +63,39 @@ struct hashi_device_p2p_ops {
      * mode req->send_mode (standard, synchronous, ready). The device completes
      * the request with hashi_request_complete() when the buffer may be reused
      * (synchronous: after the receiver matched). Standard sends up to the
-     * device's eager limit must complete without the receiver's help.
+     * device's eager limit complete without the receiver's help.
      */
     int (*isend)(struct MPI_ABI_Request *req);
     /*
      * Post a receive of at most req->dev_bytes into req->dev_buf matching
      * req->match. On completion the device sets status source, tag and byte
-     * count (hashi_status_set_bytes) and MPI_ERR_TRUNCATE if the message was
-     * longer (never writing past dev_bytes).
+     * count (hashi_status_set_bytes: the bytes written) and MPI_ERR_TRUNCATE
+     * in MPI_ERROR if the message was longer (never writing past dev_bytes).
      */
     int (*irecv)(struct MPI_ABI_Request *req);
-    /* Nonblocking probe; *flag = 1 and env filled if a matching message is there. */
+    /* Nonblocking probe; *flag = 1 and env filled if a matching message is
+     * there (env->bytes: the whole message). Drives progress itself. */
     int (*iprobe)(const struct hashi_match *m, int *flag, struct hashi_envelope *env);
     /* Matched probe: the message is removed from matching and returned in *msg. */
     int (*improbe)(const struct hashi_match *m, int *flag, struct hashi_envelope *env,
                    struct hashi_message **msg);
     /* Receive a message returned by improbe into req (dev_buf, dev_bytes). */
     int (*imrecv)(struct MPI_ABI_Request *req, struct hashi_message *msg);
-    /* Cancel a posted receive: 1 if it was cancelled (then the device completes
-     * it with the cancelled flag), 0 if it already matched. */
+    /*
+     * Cancel a posted receive. Returns 1 if it was cancelled: the request is
+     * then complete, with the cancelled flag set. Returns 0 if it had already
+     * matched: it completes normally (possibly later).
+     */
     int (*cancel_recv)(struct MPI_ABI_Request *req);
     /* Cancel a send that has not been matched; NULL if the device cannot. */
     int (*cancel_send)(struct MPI_ABI_Request *req);
-    /* Advance communication; returns how many operations it completed. */
+    /* Advance communication; returns how many events it handled (0: idle). */
     int (*progress)(void);
     /* The largest message the device sends eagerly (standard mode completes locally). */
     size_t eager_limit;
+    /* The largest tag the device carries: the value of MPI_TAG_UB. Larger tags
+     * get MPI_ERR_TAG. At least (1 << 23) - 1. */
+    int tag_ub;
 };
 
 struct hashi_device_ops {

@@ -201,8 +201,6 @@ static void rank_exited(struct job *job, unsigned r, int status)
 
 static void reap_children(struct job *job)
 {
-    /* A finalize or abort is queued before the rank can exit: look at it first. */
-    handle_upcalls(job);
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -210,6 +208,11 @@ static void reap_children(struct job *job)
             break;
         unsigned r;
         if (rank_of_pid(job, pid, &r) && job->ranks[r].state == RANK_RUNNING) {
+            /*
+             * A finalize or abort is queued before PMIx releases the rank, so
+             * before it can exit: now that the exit is seen, so is the event.
+             */
+            handle_upcalls(job);
             rank_exited(job, r, status);
         } else if (pid == job->reaper.pid) {
             launcher_log("the reaper (pid %d) exited: no cleanup if mpirun is killed", (int)pid);

@@ -364,8 +364,18 @@ int server_prepare_rank(struct job *job, unsigned rank, char ***env, char *err, 
     return 0;
 }
 
+static pthread_mutex_t exp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t exp_cond = PTHREAD_COND_INITIALIZER;
+static int exp_done;
+static void exp_cb(pmix_status_t st, void *cbdata) { (void)st; (void)cbdata; pthread_mutex_lock(&exp_lock); exp_done = 1; pthread_cond_signal(&exp_cond); pthread_mutex_unlock(&exp_lock); }
 void server_stop(void)
 {
+    if (srv.initialized && getenv("EXP_SLEEP"))
+        usleep(atoi(getenv("EXP_SLEEP")));
+    if (srv.initialized && getenv("EXP_DEREG")) {
+        PMIx_server_deregister_nspace(srv.nspace, exp_cb, NULL);
+        pthread_mutex_lock(&exp_lock); while (!exp_done) pthread_cond_wait(&exp_cond, &exp_lock); pthread_mutex_unlock(&exp_lock);
+    }
     if (srv.initialized) {
         PMIx_server_finalize();
         srv.initialized = false;

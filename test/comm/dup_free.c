@@ -38,9 +38,10 @@ struct payload {
  * Each rank sends one message on every communicator of comms[0..count-1] to
  * its right neighbour (in that communicator), then receives on them in
  * reverse order with MPI_ANY_SOURCE / MPI_ANY_TAG; each must carry its own
- * communicator's index. Then nothing may be left to probe on any of them.
+ * communicator's index and the cycle. With `leftovers`, nothing may then be
+ * left to probe on any of them (that costs two barriers).
  */
-static void check_isolation(MPI_Comm *comms, int count, int cycle, const char *what)
+static void check_isolation(MPI_Comm *comms, int count, int cycle, const char *what, int leftovers)
 {
     MPI_Request *reqs = malloc((size_t)count * sizeof *reqs);
     struct payload *out = malloc((size_t)count * sizeof *out);
@@ -65,15 +66,30 @@ static void check_isolation(MPI_Comm *comms, int count, int cycle, const char *w
               "%s: communicator %d: status source %d tag %d", what, i, st.MPI_SOURCE, st.MPI_TAG);
     }
     CHECK_MPI(MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE));
+    free(reqs);
+    free(out);
+    if (!leftovers)
+        return;
     /* everyone has received everything before anyone probes for leftovers */
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     for (int i = 0; i < count; i++) {
         int flag = 1;
-        CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comms[i], &flag, MPI_STATUS_IGNORE));
-        CHECK(!flag, "%s (cycle %d): a message is left over on communicator %d", what, cycle, i);
+        MPI_Status st;
+        CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comms[i], &flag, &st));
+        if (flag) {
+            /* say what it is: whose message, from which round */
+            struct payload extra = { -1, -1, -1 };
+            int bytes = 0;
+            MPI_Get_count(&st, MPI_BYTE, &bytes);
+            if (bytes == (int)sizeof extra)
+                MPI_Recv(&extra, 3, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, comms[i], MPI_STATUS_IGNORE);
+            CHECK(0, "%s (cycle %d): a message is left over on communicator %d: %d bytes from rank %d tag %d "
+                     "(communicator %d, cycle %d, world rank %d)", what, cycle, i, bytes, st.MPI_SOURCE, st.MPI_TAG,
+                  extra.comm_index, extra.cycle, extra.sender);
+        }
     }
-    free(reqs);
-    free(out);
+    /* nobody sends the next round's messages while another rank still probes */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 static void expect_compare(MPI_Comm a, MPI_Comm b, int expected, const char *what, int cycle)
@@ -89,7 +105,7 @@ static void churn(int cycles)
     for (int i = 0; i < LIVE; i++)
         CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &live[i]));
     live[LIVE] = MPI_COMM_WORLD;
-    check_isolation(live, LIVE + 1, -1, "initial dups");
+    check_isolation(live, LIVE + 1, -1, "initial dups", 1);
 
     for (int cycle = 0; cycle < cycles; cycle++) {
         int slot = cycle % LIVE;
@@ -101,9 +117,9 @@ static void churn(int cycles)
         expect_compare(live[slot], parent, MPI_CONGRUENT, "dup vs parent", cycle);
         expect_compare(live[slot], live[slot], MPI_IDENT, "dup vs itself", cycle);
         MPI_Comm pair[2] = { parent, live[slot] };
-        check_isolation(pair, 2, cycle, "dup vs parent");
+        check_isolation(pair, 2, cycle, "dup vs parent", 0);
         if (cycle % 250 == 249)
-            check_isolation(live, LIVE + 1, cycle, "all live dups");
+            check_isolation(live, LIVE + 1, cycle, "all live dups", 1);
     }
     for (int i = 0; i < LIVE; i++)
         CHECK_MPI(MPI_Comm_free(&live[i]));
@@ -127,8 +143,8 @@ static void overlapping(void)
     MPI_Group_free(&halves_group);
 
     /* all of them at once, twice (ids must not drift between rounds) */
-    check_isolation(c, COUNT, 0, "overlapping communicators");
-    check_isolation(c, COUNT, 1, "overlapping communicators");
+    check_isolation(c, COUNT, 0, "overlapping communicators", 1);
+    check_isolation(c, COUNT, 1, "overlapping communicators", 1);
     expect_compare(c[HALVES_CREATE], c[HALVES], MPI_CONGRUENT, "create(halves) vs halves", 0);
     expect_compare(c[DUP], c[WORLD], MPI_CONGRUENT, "dup vs world", 0);
 
@@ -213,7 +229,7 @@ static void free_with_pending(void)
     MPI_Comm more[3];
     for (int i = 0; i < 3; i++)
         CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &more[i]));
-    check_isolation(more, 3, 0, "dups after the pending receive");
+    check_isolation(more, 3, 0, "dups after the pending receive", 1);
     for (int i = 0; i < 3; i++)
         CHECK_MPI(MPI_Comm_free(&more[i]));
 }

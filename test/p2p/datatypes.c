@@ -9,6 +9,8 @@
  */
 #include "p2p_util.h"
 
+#include <stddef.h>
+
 struct record {
     int id;
     double value;

@@ -41,10 +41,10 @@ int main(int argc, char **argv)
     if (rank != 0) {
         /* Per size: tag 1 (probe + recv), tag 2 (iprobe + recv), tag 3 twice
          * (mprobe, then a plain receive gets the second one), tag 4 (improbe
-         * + imrecv). */
+         * + imrecv); plus 10 per size, so no size's probe sees the next one's. */
         for (size_t s = 0; s < NSIZES; s++) {
             size_t n = sizes[s];
-            const int tags[] = { 1, 2, 3, 3, 4 };
+            const int base = 10 * (int)s, tags[] = { base + 1, base + 2, base + 3, base + 3, base + 4 };
             for (int k = 0; k < 5; k++) {
                 payload_fill(buf, n, rank, tags[k], (int)s * 10 + k);
                 CHECK_MPI(MPI_Send(buf, (int)n, MPI_BYTE, 0, tags[k], MPI_COMM_WORLD));
@@ -53,52 +53,53 @@ int main(int argc, char **argv)
     } else {
         for (size_t s = 0; s < NSIZES; s++) {
             size_t n = sizes[s];
+            int base = 10 * (int)s;
             for (int src = 1; src < size; src++) {
                 MPI_Status st;
                 /* Probe with wildcards, then receive the probed message. */
                 CHECK_MPI(MPI_Probe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
-                check_probed(&st, src, 1, n, "MPI_Probe");
-                receive_and_check(buf, src, 1, n, (int)s * 10 + 0, "after MPI_Probe");
+                check_probed(&st, src, base + 1, n, "MPI_Probe");
+                receive_and_check(buf, src, base + 1, n, (int)s * 10 + 0, "after MPI_Probe");
 
                 /* Iprobe until it is there; probing again still finds it. */
                 int flag = 0;
                 double end = MPI_Wtime() + 20;
                 while (!flag && MPI_Wtime() < end)
-                    CHECK_MPI(MPI_Iprobe(src, 2, MPI_COMM_WORLD, &flag, &st));
-                CHECK(flag, "MPI_Iprobe never found rank %d's tag 2 message", src);
+                    CHECK_MPI(MPI_Iprobe(src, base + 2, MPI_COMM_WORLD, &flag, &st));
+                CHECK(flag, "MPI_Iprobe never found rank %d's tag %d message", src, base + 2);
                 CHECK_MPI(MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
                 CHECK(flag, "a second MPI_Iprobe lost the message");
-                check_probed(&st, src, 2, n, "MPI_Iprobe");
-                receive_and_check(buf, src, 2, n, (int)s * 10 + 1, "after MPI_Iprobe");
+                check_probed(&st, src, base + 2, n, "MPI_Iprobe");
+                receive_and_check(buf, src, base + 2, n, (int)s * 10 + 1, "after MPI_Iprobe");
 
                 /* Mprobe the first tag-3 message; a plain receive then gets the
                  * second, and Mrecv the first. */
                 MPI_Message msg = MPI_MESSAGE_NULL;
-                CHECK_MPI(MPI_Mprobe(src, 3, MPI_COMM_WORLD, &msg, &st));
+                CHECK_MPI(MPI_Mprobe(src, base + 3, MPI_COMM_WORLD, &msg, &st));
                 CHECK(msg != MPI_MESSAGE_NULL && msg != MPI_MESSAGE_NO_PROC, "MPI_Mprobe gave no message");
-                check_probed(&st, src, 3, n, "MPI_Mprobe");
-                receive_and_check(buf2, src, 3, n, (int)s * 10 + 3, "receive after MPI_Mprobe");
+                check_probed(&st, src, base + 3, n, "MPI_Mprobe");
+                receive_and_check(buf2, src, base + 3, n, (int)s * 10 + 3, "receive after MPI_Mprobe");
                 memset(buf, 0, max);
                 CHECK_MPI(MPI_Mrecv(buf, (int)n, MPI_BYTE, &msg, &st));
                 CHECK(msg == MPI_MESSAGE_NULL, "MPI_Mrecv did not reset the message handle");
-                check_probed(&st, src, 3, n, "MPI_Mrecv");
-                CHECK(payload_check(buf, n, src, 3, (int)s * 10 + 2) < 0, "MPI_Mrecv got other bytes");
+                check_probed(&st, src, base + 3, n, "MPI_Mrecv");
+                CHECK(payload_check(buf, n, src, base + 3, (int)s * 10 + 2) < 0, "MPI_Mrecv got other bytes");
 
                 /* Improbe until found, then Imrecv. */
                 flag = 0;
                 end = MPI_Wtime() + 20;
                 while (!flag && MPI_Wtime() < end)
-                    CHECK_MPI(MPI_Improbe(src, 4, MPI_COMM_WORLD, &flag, &msg, &st));
-                CHECK(flag, "MPI_Improbe never found rank %d's tag 4 message", src);
-                check_probed(&st, src, 4, n, "MPI_Improbe");
-                CHECK_MPI(MPI_Iprobe(src, 4, MPI_COMM_WORLD, &flag, &st));
+                    CHECK_MPI(MPI_Improbe(src, base + 4, MPI_COMM_WORLD, &flag, &msg, &st));
+                CHECK(flag, "MPI_Improbe never found rank %d's tag %d message", src, base + 4);
+                check_probed(&st, src, base + 4, n, "MPI_Improbe");
+                CHECK_MPI(MPI_Iprobe(src, base + 4, MPI_COMM_WORLD, &flag, &st));
                 CHECK(!flag, "a message taken by MPI_Improbe is still visible to MPI_Iprobe");
                 MPI_Request req;
                 CHECK_MPI(MPI_Imrecv(buf, (int)n, MPI_BYTE, &msg, &req));
                 CHECK(msg == MPI_MESSAGE_NULL, "MPI_Imrecv did not reset the message handle");
                 CHECK_MPI(MPI_Wait(&req, &st));
-                check_probed(&st, src, 4, n, "MPI_Imrecv");
-                CHECK(payload_check(buf, n, src, 4, (int)s * 10 + 4) < 0, "MPI_Imrecv got other bytes");
+                check_probed(&st, src, base + 4, n, "MPI_Imrecv");
+                CHECK(payload_check(buf, n, src, base + 4, (int)s * 10 + 4) < 0, "MPI_Imrecv got other bytes");
             }
         }
         /* MPI_PROC_NULL */

@@ -45,8 +45,8 @@ int main(int argc, char **argv)
               error_class(rc));
         CHECK(error_class(st.MPI_ERROR) == MPI_ERR_TRUNCATE, "status.MPI_ERROR class %d", error_class(st.MPI_ERROR));
         CHECK(st.MPI_SOURCE == partner && st.MPI_TAG == 0, "status %d/%d", st.MPI_SOURCE, st.MPI_TAG);
+        /* What the buffer holds is not specified; only that nothing past it changed. */
         CHECK(guards_intact(rbuf, short_n), "MPI_Recv wrote past the buffer (%zu into %zu)", n, short_n);
-        CHECK(payload_check(rbuf, short_n, partner, 0, (int)s) < 0, "the buffer's part of the message is wrong");
         char text[MPI_MAX_ERROR_STRING];
         int len = 0;
         CHECK_MPI(MPI_Error_string(rc, text, &len));

@@ -1,23 +1,40 @@
 /*
  * The ofi reference device: libfabric RDM endpoints, peers' addresses from the
- * PMIx modex. This file holds the endpoint's life cycle; messaging builds on it.
+ * PMIx modex. This file holds the endpoint's life cycle, the provider choice,
+ * the completion loop and the queues of operations the provider refused for
+ * now; ofi_tagged.c and ofi_am.c build the two matching modes on it.
  */
 #include "device/device.h"
 #include "device/ofi/ofi.h"
 #include "runtime/log.h"
+#include "runtime/params.h"
 #include "runtime/rt.h"
 
 #include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #define OFI_ADDR_KEY "hashi.ofi.addr"
+#define OFI_BLOB_MAGIC 0x4f464931u /* "OFI1" */
+
+/* What each rank publishes: its endpoint address and the settings peers
+ * must agree on (matching mode) or size their buffers by (eager limit). */
+struct ofi_blob {
+    uint32_t magic;
+    uint32_t matching;
+    uint64_t eager_limit;
+    uint32_t addrlen;
+    unsigned char addr[256];
+};
 
 struct hashi_ofi hashi_ofi;
+extern struct hashi_device_ops hashi_device_ofi;
 
 static int fi_fail(char *err, size_t errlen, const char *what, int rc)
 {
@@ -25,33 +42,140 @@ static int fi_fail(char *err, size_t errlen, const char *what, int rc)
     return -1;
 }
 
-static int ofi_init(char *err, size_t errlen)
+void hashi_ofi_warn(const char *what, ssize_t rc)
+{
+    hashi_log("ofi device: %s failed: %s", what, fi_strerror((int)-rc));
+}
+
+/* ------------------------------------------------------------ provider */
+
+static struct fi_info *make_hints(int with_rma)
 {
     struct fi_info *hints = fi_allocinfo();
-    if (!hints) {
-        snprintf(err, errlen, "ofi device: out of memory");
-        return -1;
-    }
-    hints->caps = FI_TAGGED | FI_MSG;
+    if (!hints)
+        return NULL;
+    hints->caps = FI_MSG;
+    if (hashi_ofi.matching == OFI_MATCH_TAGGED)
+        hints->caps |= FI_TAGGED;
+    else
+        hints->caps |= FI_MULTI_RECV;
+    if (with_rma)
+        hints->caps |= FI_RMA | FI_READ | FI_REMOTE_READ;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->mode = FI_CONTEXT;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    if (!getenv("XTEST_NOTD")) hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    /* Modes the device handles: remote addresses either virtual or offsets,
+     * keys chosen by the provider or by us; it registers only its own
+     * allocated buffers. No FI_MR_LOCAL: user buffers go unregistered. */
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
+    return hints;
+}
+
+static int is_shm(const struct fi_info *i)
+{
+    return strcmp(i->fabric_attr->prov_name, "shm") == 0;
+}
+
+/*
+ * FI_PROVIDER set: libfabric already kept only those providers; take the first.
+ * Unset: on one node prefer shm (it reaches every rank and is the fastest);
+ * across nodes take the first provider that is not shm.
+ */
+static struct fi_info *choose(struct fi_info *list)
+{
+    if (getenv("FI_PROVIDER"))
+        return list;
+    if (hashi_job.num_nodes <= 1) {
+        for (struct fi_info *i = list; i; i = i->next)
+            if (is_shm(i))
+                return i;
+    }
+    for (struct fi_info *i = list; i; i = i->next)
+        if (!is_shm(i))
+            return i;
+    return list;
+}
+
+static int get_info(char *err, size_t errlen)
+{
     const char *prov = getenv("FI_PROVIDER");
-    int rc = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &hashi_ofi.info);
-    fi_freeinfo(hints);
-    if (rc != 0 || !hashi_ofi.info) {
-        snprintf(err, errlen,
-                 "ofi device: no libfabric provider offers tagged RDM endpoints%s%s%s (fi_getinfo: %s); "
-                 "`fi_info -l` lists the providers this machine has",
-                 prov ? " with FI_PROVIDER=" : "", prov ? prov : "", prov ? "" : "", fi_strerror(-rc));
+    int rc = -FI_ENODATA;
+    /* RMA first (rendezvous reads); the core's chunked rendezvous works without. */
+    for (int with_rma = 1; with_rma >= 0; with_rma--) {
+        struct fi_info *hints = make_hints(with_rma);
+        if (!hints) {
+            snprintf(err, errlen, "ofi device: out of memory");
+            return -1;
+        }
+        rc = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &hashi_ofi.info_list);
+        fi_freeinfo(hints);
+        if (rc == 0 && hashi_ofi.info_list) {
+            hashi_ofi.has_rma = with_rma;
+            break;
+        }
+        hashi_ofi.info_list = NULL;
+        if (hashi_ofi.matching == OFI_MATCH_TAGGED)
+            break;  /* tagged matching needs fi_read for its rendezvous */
+    }
+    if (!hashi_ofi.info_list) {
+        const char *needs = hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
+                                                                   : "RDM endpoints with multi-receive buffers";
+        if (prov)
+            snprintf(err, errlen,
+                     "ofi device: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the "
+                     "providers this machine has (unset FI_PROVIDER to let Hashi choose)",
+                     prov, needs, fi_strerror(-rc));
+        else
+            snprintf(err, errlen,
+                     "ofi device: no libfabric provider offers %s (fi_getinfo: %s); `fi_info -l` lists the "
+                     "providers this machine has",
+                     needs, fi_strerror(-rc));
         return -1;
     }
-    struct fi_info *info = hashi_ofi.info;
-    HASHI_DEBUG(1, "ofi device: provider %s, fabric %s", info->fabric_attr->prov_name, info->fabric_attr->name);
+    hashi_ofi.info = choose(hashi_ofi.info_list);
+    return 0;
+}
 
+static int read_params(char *err, size_t errlen)
+{
+    hashi_ofi.matching = strcasecmp(hashi_param_str(HASHI_P_OFI_MATCHING), "core") == 0 ? OFI_MATCH_CORE
+                                                                                       : OFI_MATCH_TAGGED;
+    int64_t eager = hashi_param_int(HASHI_P_OFI_EAGER_LIMIT);
+    int64_t max_msg = hashi_param_int(HASHI_P_OFI_MAX_MSG);
+    if (eager < 0 || eager > (1 << 30)) {
+        snprintf(err, errlen, "ofi device: HASHI_OFI_EAGER_LIMIT=%lld is out of range (0 .. 1g)", (long long)eager);
+        return -1;
+    }
+    if (max_msg < 4096) {
+        snprintf(err, errlen, "ofi device: HASHI_OFI_MAX_MSG=%lld is too small (at least 4k)", (long long)max_msg);
+        return -1;
+    }
+    hashi_ofi.eager_limit = (size_t)eager;
+    hashi_ofi.max_xfer = (size_t)max_msg;
+    return 0;
+}
+
+static int ofi_init(char *err, size_t errlen)
+{
+    memset(&hashi_ofi, 0, sizeof hashi_ofi);
+    if (read_params(err, errlen) != 0 || get_info(err, errlen) != 0)
+        return -1;
+    struct fi_info *info = hashi_ofi.info;
+    HASHI_DEBUG(1, "ofi device: provider %s, fabric %s, %s matching%s", info->fabric_attr->prov_name,
+                info->fabric_attr->name, hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged" : "core",
+                hashi_ofi.has_rma ? "" : ", no RMA");
+
+    hashi_ofi.inject_size = info->tx_attr->inject_size;
+    if (info->ep_attr->max_msg_size && info->ep_attr->max_msg_size < hashi_ofi.max_xfer)
+        hashi_ofi.max_xfer = info->ep_attr->max_msg_size;
+    hashi_ofi.mr_virt_addr = (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+    hashi_ofi.mr_prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+    hashi_ofi.next_mr_key = 1;
+
+    int rc;
     if ((rc = fi_fabric(info->fabric_attr, &hashi_ofi.fabric, NULL)))
         return fi_fail(err, errlen, "fi_fabric", rc);
     if ((rc = fi_domain(hashi_ofi.fabric, info, &hashi_ofi.domain, NULL)))
@@ -68,14 +192,20 @@ static int ofi_init(char *err, size_t errlen)
         return fi_fail(err, errlen, "fi_ep_bind(cq)", rc);
     if ((rc = fi_ep_bind(hashi_ofi.ep, &hashi_ofi.av->fid, 0)))
         return fi_fail(err, errlen, "fi_ep_bind(av)", rc);
+    if (hashi_ofi.matching == OFI_MATCH_CORE && hashi_ofi_am_init(err, errlen) != 0)
+        return -1;  /* sets endpoint options, which must precede fi_enable */
     if ((rc = fi_enable(hashi_ofi.ep)))
         return fi_fail(err, errlen, "fi_enable", rc);
+    if (hashi_ofi.matching == OFI_MATCH_TAGGED && hashi_ofi_tagged_init(err, errlen) != 0)
+        return -1;
 
-    char addr[256];
-    size_t addrlen = sizeof addr;
-    if ((rc = fi_getname(&hashi_ofi.ep->fid, addr, &addrlen)))
+    struct ofi_blob blob = { .magic = OFI_BLOB_MAGIC, .matching = hashi_ofi.matching,
+                             .eager_limit = hashi_ofi.eager_limit };
+    size_t addrlen = sizeof blob.addr;
+    if ((rc = fi_getname(&hashi_ofi.ep->fid, blob.addr, &addrlen)))
         return fi_fail(err, errlen, "fi_getname", rc);
-    if (hashi_rt_put(OFI_ADDR_KEY, addr, addrlen) != 0) {
+    blob.addrlen = (uint32_t)addrlen;
+    if (hashi_rt_put(OFI_ADDR_KEY, &blob, offsetof(struct ofi_blob, addr) + addrlen) != 0) {
         snprintf(err, errlen, "ofi device: publishing the endpoint address through PMIx failed");
         return -1;
     }
@@ -89,22 +219,196 @@ static int ofi_connect(char *err, size_t errlen)
         snprintf(err, errlen, "ofi device: out of memory");
         return -1;
     }
+    hashi_ofi.peer_eager_max = hashi_ofi.eager_limit;
     /* Insert every address in rank order so fi_addr_t r means rank r. */
     for (int r = 0; r < hashi_job.size; r++) {
-        void *addr = NULL;
+        void *data = NULL;
         size_t len = 0;
-        if (hashi_rt_get(r, OFI_ADDR_KEY, &addr, &len) != 0) {
+        if (hashi_rt_get(r, OFI_ADDR_KEY, &data, &len) != 0) {
             snprintf(err, errlen, "ofi device: rank %d published no endpoint address", r);
             return -1;
         }
-        int n = fi_av_insert(hashi_ofi.av, addr, 1, &hashi_ofi.peers[r], 0, NULL);
-        free(addr);
+        struct ofi_blob blob;
+        memset(&blob, 0, sizeof blob);
+        memcpy(&blob, data, len < sizeof blob ? len : sizeof blob);
+        free(data);
+        if (len < offsetof(struct ofi_blob, addr) || blob.magic != OFI_BLOB_MAGIC ||
+            blob.addrlen > len - offsetof(struct ofi_blob, addr)) {
+            snprintf(err, errlen, "ofi device: rank %d published a malformed endpoint address", r);
+            return -1;
+        }
+        if (blob.matching != (uint32_t)hashi_ofi.matching) {
+            snprintf(err, errlen,
+                     "ofi device: rank %d uses HASHI_OFI_MATCHING=%s but this rank %s: set it the same for every rank",
+                     r, blob.matching == OFI_MATCH_CORE ? "core" : "tagged",
+                     hashi_ofi.matching == OFI_MATCH_CORE ? "core" : "tagged");
+            return -1;
+        }
+        if (blob.eager_limit > hashi_ofi.peer_eager_max)
+            hashi_ofi.peer_eager_max = (size_t)blob.eager_limit;
+        int n = fi_av_insert(hashi_ofi.av, blob.addr, 1, &hashi_ofi.peers[r], 0, NULL);
         if (n != 1) {
             snprintf(err, errlen, "ofi device: fi_av_insert of rank %d's address failed", r);
             return -1;
         }
     }
+    return hashi_ofi.matching == OFI_MATCH_TAGGED ? hashi_ofi_tagged_connect(err, errlen)
+                                                  : hashi_ofi_am_connect(err, errlen);
+}
+
+/* ------------------------------------------------------------ operations */
+
+static void queue_append(struct ofi_queue *q, struct ofi_op *op)
+{
+    op->next = NULL;
+    if (q->tail)
+        q->tail->next = op;
+    else
+        q->head = op;
+    q->tail = op;
+}
+
+/* Deliver a posting failure as an error completion, so the owner cleans up. */
+static void fail_op(struct ofi_op *op, ssize_t rc)
+{
+    struct fi_cq_err_entry e;
+    memset(&e, 0, sizeof e);
+    e.op_context = op;
+    e.err = (int)-rc;
+    hashi_ofi_warn(op->cls->name, rc);
+    op->cls->complete(op, NULL, &e);
+}
+
+void hashi_ofi_post(struct ofi_op *op)
+{
+    struct ofi_queue *q = op->cls->rx ? &hashi_ofi.rx_pending : &hashi_ofi.tx_pending;
+    if (q->head) {
+        queue_append(q, op);
+        return;
+    }
+    ssize_t rc = op->cls->post(op);
+    if (rc == -FI_EAGAIN) {
+        hashi_ofi.eagain_count++;
+        HASHI_DEBUG(3, "ofi device: %s refused for now, queued", op->cls->name);
+        queue_append(q, op);
+    } else if (rc) {
+        fail_op(op, rc);
+    }
+}
+
+int hashi_ofi_unqueue(struct ofi_op *op)
+{
+    struct ofi_queue *q = op->cls->rx ? &hashi_ofi.rx_pending : &hashi_ofi.tx_pending;
+    struct ofi_op *prev = NULL;
+    for (struct ofi_op *o = q->head; o; prev = o, o = o->next) {
+        if (o != op)
+            continue;
+        if (prev)
+            prev->next = o->next;
+        else
+            q->head = o->next;
+        if (q->tail == o)
+            q->tail = prev;
+        o->next = NULL;
+        return 1;
+    }
     return 0;
+}
+
+static int retry_queue(struct ofi_queue *q)
+{
+    int posted = 0;
+    while (q->head) {
+        struct ofi_op *op = q->head;
+        q->head = op->next;
+        if (!q->head)
+            q->tail = NULL;
+        /* Taken off first: post may free an operation that completes at once. */
+        ssize_t rc = op->cls->post(op);
+        HASHI_DEBUG(4, "ofi device: retry %s: %zd", op->cls->name, rc);
+        if (rc == -FI_EAGAIN) {
+            op->next = q->head;
+            q->head = op;
+            if (!q->tail)
+                q->tail = op;
+            break;
+        }
+        posted++;
+        if (rc)
+            fail_op(op, rc);
+    }
+    return posted;
+}
+
+#define CQ_BATCH 16
+
+int hashi_ofi_progress(void)
+{
+    int events = 0;
+    if (hashi_ofi.tx_pending.head)
+        events += retry_queue(&hashi_ofi.tx_pending);
+    if (hashi_ofi.rx_pending.head)
+        events += retry_queue(&hashi_ofi.rx_pending);
+    struct fi_cq_tagged_entry ents[CQ_BATCH];
+    /* A few batches at most, so one call cannot starve its caller. */
+    for (int round = 0; round < 4; round++) {
+        ssize_t n = fi_cq_read(hashi_ofi.cq, ents, CQ_BATCH);
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; i++) {
+                struct ofi_op *op = ents[i].op_context;
+                HASHI_DEBUG(4, "ofi device: completion of %s, %zu bytes, tag %#llx",
+                            op ? op->cls->name : "(none)", ents[i].len, (unsigned long long)ents[i].tag);
+                if (op)
+                    op->cls->complete(op, &ents[i], NULL);
+            }
+            events += (int)n;
+            if (n < CQ_BATCH)
+                break;
+            continue;
+        }
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry e;
+            memset(&e, 0, sizeof e);
+            if (fi_cq_readerr(hashi_ofi.cq, &e, 0) != 1)
+                break;
+            /* Some providers (shm 1.17) report err negated. */
+            if (e.err < 0)
+                e.err = -e.err;
+            struct ofi_op *op = e.op_context;
+            if (op)
+                op->cls->complete(op, NULL, &e);
+            else
+                hashi_log("ofi device: error completion without an operation: %s",
+                          fi_cq_strerror(hashi_ofi.cq, e.prov_errno, e.err_data, NULL, 0));
+            events++;
+            continue;
+        }
+        hashi_ofi_warn("fi_cq_read", n);
+        break;
+    }
+    return events;
+}
+
+int hashi_ofi_mr_reg(void *buf, size_t len, struct fid_mr **mr, uint64_t *raddr, uint64_t *key)
+{
+    uint64_t requested = hashi_ofi.mr_prov_key ? 0 : hashi_ofi.next_mr_key++;
+    int rc = fi_mr_reg(hashi_ofi.domain, buf, len, FI_REMOTE_READ, 0, requested, 0, mr, NULL);
+    if (rc)
+        return rc;
+    *key = fi_mr_key(*mr);
+    *raddr = hashi_ofi.mr_virt_addr ? (uint64_t)(uintptr_t)buf : 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ teardown */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void close_fid(struct fid *fid)
@@ -115,13 +419,29 @@ static void close_fid(struct fid *fid)
 
 static void ofi_finalize(void)
 {
+    /* Internal answers (FIN, ACK) the provider had refused may still wait:
+     * give them a moment to leave, peers may be waiting for them. */
+    if (hashi_ofi.ep) {
+        double deadline = now_s() + 1.0;
+        while (hashi_ofi.tx_pending.head && now_s() < deadline)
+            hashi_ofi_progress();
+    }
+    /* The endpoint goes first: then no buffer is in the provider's hands. */
     if (hashi_ofi.ep) close_fid(&hashi_ofi.ep->fid);
+    hashi_ofi.ep = NULL;
+    if (hashi_ofi.matching == OFI_MATCH_TAGGED)
+        hashi_ofi_tagged_finalize();
+    else
+        hashi_ofi_am_finalize();
     if (hashi_ofi.av) close_fid(&hashi_ofi.av->fid);
     if (hashi_ofi.cq) close_fid(&hashi_ofi.cq->fid);
     if (hashi_ofi.domain) close_fid(&hashi_ofi.domain->fid);
     if (hashi_ofi.fabric) close_fid(&hashi_ofi.fabric->fid);
-    if (hashi_ofi.info) fi_freeinfo(hashi_ofi.info);
+    if (hashi_ofi.info_list) fi_freeinfo(hashi_ofi.info_list);
     free(hashi_ofi.peers);
+    if (hashi_ofi.eagain_count)
+        HASHI_DEBUG(1, "ofi device: the provider refused %lu operations for a while (queued, retried)",
+                    hashi_ofi.eagain_count);
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
 }
 

@@ -123,7 +123,10 @@ void hashi_p2p_init(void)
     if (hashi_p2p.sleep_us < 1)
         hashi_p2p.sleep_us = 1;
     hashi_p2p.oversubscribed = hashi_job.oversubscribed;
-    hashi_p2p.tag_ub = HASHI_P2P_DEFAULT_TAG_UB;
+    /* The device's own limit (larger tags get MPI_ERR_TAG); never below the
+     * 2^23 - 1 Hashi promises. */
+    hashi_p2p.tag_ub = hashi_device->p2p.tag_ub > HASHI_P2P_DEFAULT_TAG_UB ? hashi_device->p2p.tag_ub
+                                                                           : HASHI_P2P_DEFAULT_TAG_UB;
     atomic_init(&hashi_p2p.sends_in_flight, 0);
     p2p_requests_init();
     HASHI_DEBUG(2, "p2p: %s waits (spin %ld polls, sleep %ld us), tag_ub %d, eager limit %zu",

@@ -1,0 +1,718 @@
+/*
+ * The shared matching core: MPI point-to-point over an active-message device
+ * (am.h). Matching lives in match.c; this file runs the protocols.
+ *
+ * Wire protocol (every message starts with struct am_hdr):
+ *   EAGER       payload follows; standard / ready sends up to the eager limit,
+ *               complete at once (the device buffers them).
+ *   EAGER_SYNC  the same for MPI_Ssend; the receiver answers ACK(cookie) when
+ *               the message matches a receive, and the send completes on it.
+ *   RTS         larger messages: size, the sender's cookie and, when the
+ *               device can read remote memory, a remote key of the sender's
+ *               buffer. On match the receiver either
+ *                 - reads min(size, its buffer) bytes with get() in pieces and
+ *                   answers FIN(cookie), or (no key)
+ *                 - answers CTS(cookie, its own cookie, bytes wanted) and the
+ *                   sender streams DATA fragments (offset in the header),
+ *                   completing when the last fragment has left.
+ *               Either answer implies the match, so RTS needs no extra ACK
+ *               for MPI_Ssend.
+ * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
+ * pair and are matched in that order even if the device reorders them (a
+ * small stash holds early arrivals); control messages need no order.
+ */
+#include "device/common/am.h"
+#include "device/common/cookie.h"
+#include "device/common/match.h"
+#include "mpi/request.h"
+#include "runtime/log.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <mpi.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+enum am_type {
+    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA
+};
+
+struct am_hdr {
+    uint8_t type;
+    uint8_t rkey_len;       /* RTS: bytes of remote key right after the header (0: chunked) */
+    uint16_t reserved;
+    int32_t src_world;      /* sender's world rank, for answers */
+    uint32_t context_id;
+    int32_t source;         /* sender's rank in the communicator */
+    int32_t tag;
+    uint32_t seq;           /* EAGER*, RTS: order per (sender, receiver) */
+    uint32_t cookie;        /* EAGER_SYNC, RTS: sender's request; ACK, FIN, CTS: the one answered */
+    uint32_t cookie2;       /* CTS, DATA: the receiver's request */
+    uint64_t size;          /* EAGER*: payload; RTS: message; CTS: bytes wanted; DATA: offset */
+};
+_Static_assert(sizeof(struct am_hdr) + HASHI_AM_RKEY_MAX <= HASHI_AM_HDR_MAX, "RTS header too big");
+
+/* Gets and DATA fragments in flight per rendezvous: enough to keep a device
+ * busy without flooding its queues. */
+#define RNDV_WINDOW 4
+
+/* Per-request state in req->dev. */
+enum { WAIT_LOCAL = 1, WAIT_ACK = 2, WAIT_FIN = 4, WAIT_CTS = 8 };
+
+struct am_send_state {
+    uint32_t cookie;
+    unsigned waiting;       /* WAIT_* still outstanding */
+    int error;              /* MPI error class from a failed device operation */
+    void *mem;              /* registered buffer (RTS with a key) */
+    uint32_t peer_cookie;   /* chunked: the receiver's request */
+    uint64_t want, sent;    /* chunked: bytes the receiver wants, bytes handed to the device */
+    int frags_out;
+};
+
+struct am_recv_state {
+    struct hashi_mq_posted posted;
+    uint32_t cookie;        /* chunked: our name in DATA fragments */
+    int peer_world;
+    int source, tag;        /* envelope of the matched message */
+    int error;
+    uint32_t peer_cookie;   /* the sender's request */
+    uint64_t size;          /* message bytes */
+    uint64_t want;          /* bytes placed: min(size, buffer) */
+    uint64_t issued, landed;
+    int gets_out;
+    uint8_t rkey_len;
+    unsigned char rkey[HASHI_AM_RKEY_MAX];
+};
+
+union am_req_state {
+    struct am_send_state s;
+    struct am_recv_state r;
+};
+_Static_assert(sizeof(union am_req_state) <= HASHI_DEVICE_REQ_BYTES, "core state exceeds the request's device bytes");
+
+static inline struct am_send_state *send_state(struct MPI_ABI_Request *req)
+{
+    return (struct am_send_state *)(void *)req->dev;
+}
+static inline struct am_recv_state *recv_state(struct MPI_ABI_Request *req)
+{
+    return (struct am_recv_state *)(void *)req->dev;
+}
+static inline struct MPI_ABI_Request *req_of_recv(struct am_recv_state *r)
+{
+    return container_of((unsigned char *)r, struct MPI_ABI_Request, dev);
+}
+
+/* A message that arrived before its receive (also what Mprobe hands out). */
+struct am_unexp {
+    struct hashi_mq_unexp q;
+    uint8_t type;
+    uint8_t rkey_len;
+    int src_world;
+    uint32_t cookie;
+    uint64_t size;
+    unsigned char rkey[HASHI_AM_RKEY_MAX];
+    unsigned char data[];   /* eager payload */
+};
+
+/* An arrival ahead of its sequence number. */
+struct am_early {
+    struct am_early *next;
+    uint32_t seq;
+    size_t len;
+    unsigned char msg[];
+};
+
+struct am_peer {
+    uint32_t send_seq;      /* next sequence number towards this peer */
+    uint32_t recv_seq;      /* next sequence number expected from it */
+    struct am_early *early; /* sorted by distance from recv_seq */
+};
+
+static struct am_core {
+    const struct hashi_am_ops *am;
+    size_t eager_limit;
+    size_t frag_payload;    /* DATA payload per fragment */
+    int use_get;
+    struct hashi_mq mq;
+    struct hashi_cookies cookies;
+    struct am_peer *peers;  /* by world rank */
+    int npeers;
+} core;
+
+struct hashi_device_p2p_ops hashi_am_p2p_ops;
+
+/* ---------------------------------------------------------------- helpers */
+
+static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size)
+{
+    struct am_hdr h = {
+        .type = type, .src_world = hashi_job.rank, .cookie = cookie, .cookie2 = cookie2, .size = size,
+    };
+    if (core.am->send(dest, &h, sizeof h, NULL, 0, NULL, NULL) != 0)
+        hashi_log("matching core: sending a control message to rank %d failed; its peer will wait", dest);
+}
+
+static void complete_send(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    if (s->cookie)
+        hashi_cookie_free(&core.cookies, s->cookie);
+    if (s->mem)
+        core.am->mem_dereg(s->mem);
+    s->cookie = 0;
+    s->mem = NULL;
+    req->status.MPI_ERROR = s->error;
+    hashi_status_set_cancelled(&req->status, 0);
+    hashi_request_complete(req);
+}
+
+static void send_progressed(struct MPI_ABI_Request *req, unsigned cleared)
+{
+    struct am_send_state *s = send_state(req);
+    s->waiting &= ~cleared;
+    if (!s->waiting)
+        complete_send(req);
+}
+
+static void complete_recv(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    if (r->cookie)
+        hashi_cookie_free(&core.cookies, r->cookie);
+    r->cookie = 0;
+    req->status.MPI_SOURCE = r->source;
+    req->status.MPI_TAG = r->tag;
+    req->status.MPI_ERROR = r->error ? r->error : r->size > r->want ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    hashi_status_set_bytes(&req->status, r->want);
+    hashi_status_set_cancelled(&req->status, 0);
+    hashi_request_complete(req);
+}
+
+/* --------------------------------------------------------- rendezvous (recv) */
+
+static void rndv_get_more(struct MPI_ABI_Request *req);
+
+static void rndv_recv_finished(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    if (r->rkey_len)
+        send_control(r->peer_world, AM_FIN, r->peer_cookie, 0, 0);
+    complete_recv(req);
+}
+
+static void get_done(void *arg, int status)
+{
+    struct MPI_ABI_Request *req = arg;
+    struct am_recv_state *r = recv_state(req);
+    r->gets_out--;
+    if (status != 0 && !r->error) {
+        hashi_log("matching core: reading a rendezvous message from rank %d failed", r->peer_world);
+        r->error = MPI_ERR_OTHER;
+    }
+    if (r->issued < r->want && !r->error)
+        rndv_get_more(req);
+    else if (r->gets_out == 0)
+        rndv_recv_finished(req);
+}
+
+static void rndv_get_more(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    while (r->issued < r->want && r->gets_out < RNDV_WINDOW) {
+        uint64_t left = r->want - r->issued;
+        size_t piece = left < core.am->max_get ? (size_t)left : core.am->max_get;
+        uint64_t offset = r->issued;
+        r->issued += piece;
+        r->gets_out++;
+        if (core.am->get(r->peer_world, (char *)req->dev_buf + offset, piece, r->rkey, offset, get_done, req) != 0) {
+            r->gets_out--;
+            r->issued = r->want;
+            r->error = MPI_ERR_OTHER;
+            hashi_log("matching core: starting a read from rank %d failed", r->peer_world);
+        }
+    }
+    if (r->gets_out == 0)
+        rndv_recv_finished(req);
+}
+
+/* A receive matched an RTS (from the wire or the unexpected queue). */
+static void rndv_recv_start(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    r->want = r->size < req->dev_bytes ? r->size : req->dev_bytes;
+    r->issued = r->landed = 0;
+    r->gets_out = 0;
+    if (r->rkey_len) {
+        rndv_get_more(req);
+        return;
+    }
+    /* Chunked: tell the sender what to stream and how to name us. */
+    if (r->want > 0) {
+        r->cookie = hashi_cookie_new(&core.cookies, req);
+        if (!r->cookie) {
+            r->error = MPI_ERR_NO_MEM;
+            r->want = 0;
+        }
+    }
+    send_control(r->peer_world, AM_CTS, r->peer_cookie, r->cookie, r->want);
+    if (r->want == 0)
+        complete_recv(req);
+}
+
+/* ------------------------------------------------------------- matching */
+
+/* A receive and a message met: place eager data or start the rendezvous. */
+static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_world, int source, int tag,
+                         uint32_t cookie, uint64_t size, const void *payload, const unsigned char *rkey,
+                         uint8_t rkey_len)
+{
+    struct am_recv_state *r = recv_state(req);
+    r->peer_world = src_world;
+    r->source = source;
+    r->tag = tag;
+    r->size = size;
+    r->error = 0;
+    r->cookie = 0;
+    r->peer_cookie = cookie;
+    if (type == AM_RTS) {
+        r->rkey_len = rkey_len;
+        if (rkey_len)
+            memcpy(r->rkey, rkey, rkey_len);
+        rndv_recv_start(req);
+        return;
+    }
+    r->want = size < req->dev_bytes ? size : req->dev_bytes;
+    if (r->want)
+        memcpy(req->dev_buf, payload, r->want);
+    if (type == AM_EAGER_SYNC)
+        send_control(src_world, AM_ACK, cookie, 0, 0);
+    complete_recv(req);
+}
+
+static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
+{
+    recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
+                 u->rkey_len);
+    free(u);
+}
+
+/* EAGER, EAGER_SYNC or RTS, in sequence order. */
+static void arrival(const struct am_hdr *h, const unsigned char *body, size_t body_len)
+{
+    struct hashi_mq_posted *p = hashi_mq_match_arrival(&core.mq, h->context_id, h->source, h->tag);
+    const unsigned char *rkey = body;
+    const unsigned char *payload = h->type == AM_RTS ? NULL : body;
+    if (p) {
+        struct am_recv_state *r = container_of(p, struct am_recv_state, posted);
+        recv_matched(req_of_recv(r), h->type, h->src_world, h->source, h->tag, h->cookie, h->size, payload,
+                     rkey, h->rkey_len);
+        return;
+    }
+    size_t keep = h->type == AM_RTS ? 0 : body_len;
+    struct am_unexp *u = malloc(sizeof *u + keep);
+    if (!u) {
+        hashi_log("matching core: out of memory queueing an unexpected message of %zu bytes from rank %d", keep,
+                  h->src_world);
+        abort();
+    }
+    u->q.context_id = h->context_id;
+    u->q.source = h->source;
+    u->q.tag = h->tag;
+    u->type = h->type;
+    u->src_world = h->src_world;
+    u->cookie = h->cookie;
+    u->size = h->size;
+    u->rkey_len = h->type == AM_RTS ? h->rkey_len : 0;
+    if (u->rkey_len)
+        memcpy(u->rkey, rkey, u->rkey_len);
+    if (keep)
+        memcpy(u->data, payload, keep);
+    if (hashi_mq_add_unexp(&core.mq, &u->q) != 0) {
+        hashi_log("matching core: out of memory in the unexpected queue");
+        abort();
+    }
+}
+
+static void stash_early(struct am_peer *peer, const struct am_hdr *h, const void *msg, size_t len)
+{
+    struct am_early *e = malloc(sizeof *e + len);
+    if (!e) {
+        hashi_log("matching core: out of memory holding an out-of-order message from rank %d", h->src_world);
+        abort();
+    }
+    e->seq = h->seq;
+    e->len = len;
+    memcpy(e->msg, msg, len);
+    uint32_t dist = h->seq - peer->recv_seq;
+    struct am_early **pp = &peer->early;
+    while (*pp && (*pp)->seq - peer->recv_seq < dist)
+        pp = &(*pp)->next;
+    e->next = *pp;
+    *pp = e;
+}
+
+static int parse(const void *msg, size_t len, struct am_hdr *h)
+{
+    if (len < sizeof *h)
+        return -1;
+    memcpy(h, msg, sizeof *h);
+    if (h->src_world < 0 || h->src_world >= core.npeers)
+        return -1;
+    if (h->type == AM_RTS && (h->rkey_len > HASHI_AM_RKEY_MAX || len < sizeof *h + h->rkey_len))
+        return -1;
+    return 0;
+}
+
+static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, size_t len)
+{
+    struct am_peer *peer = &core.peers[h->src_world];
+    if (h->seq != peer->recv_seq) {
+        stash_early(peer, h, msg, len);
+        return;
+    }
+    arrival(h, msg + sizeof *h, len - sizeof *h);
+    peer->recv_seq++;
+    while (peer->early && peer->early->seq == peer->recv_seq) {
+        struct am_early *e = peer->early;
+        peer->early = e->next;
+        struct am_hdr eh;
+        memcpy(&eh, e->msg, sizeof eh);
+        arrival(&eh, e->msg + sizeof eh, e->len - sizeof eh);
+        peer->recv_seq++;
+        free(e);
+    }
+}
+
+/* --------------------------------------------------------- sender answers */
+
+static void frag_done(void *arg, int status);
+
+static void stream_more(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    while (s->sent < s->want && s->frags_out < RNDV_WINDOW && !s->error) {
+        uint64_t left = s->want - s->sent;
+        size_t n = left < core.frag_payload ? (size_t)left : core.frag_payload;
+        struct am_hdr h = {
+            .type = AM_DATA, .src_world = hashi_job.rank, .cookie2 = s->peer_cookie, .size = s->sent,
+        };
+        s->frags_out++;
+        if (core.am->send(req->dest_world, &h, sizeof h, (const char *)req->dev_buf + s->sent, n, frag_done,
+                          req) != 0) {
+            s->frags_out--;
+            s->error = MPI_ERR_OTHER;
+            break;
+        }
+        s->sent += n;
+    }
+    if (s->frags_out == 0 && (s->sent == s->want || s->error))
+        send_progressed(req, WAIT_LOCAL);
+}
+
+static void frag_done(void *arg, int status)
+{
+    struct MPI_ABI_Request *req = arg;
+    struct am_send_state *s = send_state(req);
+    s->frags_out--;
+    if (status != 0 && !s->error)
+        s->error = MPI_ERR_OTHER;
+    stream_more(req);
+}
+
+static void control_arrival(const struct am_hdr *h, const unsigned char *body, size_t body_len)
+{
+    struct MPI_ABI_Request *req = hashi_cookie_get(&core.cookies, h->type == AM_DATA ? h->cookie2 : h->cookie);
+    if (!req) {
+        hashi_log("matching core: control message %u from rank %d names no pending request", h->type, h->src_world);
+        return;
+    }
+    switch (h->type) {
+    case AM_ACK:
+        send_progressed(req, WAIT_ACK);
+        break;
+    case AM_FIN:
+        send_progressed(req, WAIT_FIN);
+        break;
+    case AM_CTS: {
+        struct am_send_state *s = send_state(req);
+        s->peer_cookie = h->cookie2;
+        s->want = h->size < req->dev_bytes ? h->size : req->dev_bytes;
+        s->sent = 0;
+        s->frags_out = 0;
+        s->waiting = (s->waiting & ~WAIT_CTS) | WAIT_LOCAL;
+        stream_more(req);
+        break;
+    }
+    case AM_DATA: {
+        struct am_recv_state *r = recv_state(req);
+        uint64_t offset = h->size;
+        if (offset > r->want || body_len > r->want - offset) {
+            hashi_log("matching core: fragment from rank %d outside its message", h->src_world);
+            return;
+        }
+        memcpy((char *)req->dev_buf + offset, body, body_len);
+        r->landed += body_len;
+        if (r->landed == r->want)
+            complete_recv(req);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void hashi_am_deliver(const void *msg, size_t len)
+{
+    struct am_hdr h;
+    if (parse(msg, len, &h) != 0) {
+        hashi_log("matching core: dropping a malformed message of %zu bytes", len);
+        return;
+    }
+    const unsigned char *bytes = msg;
+    switch (h.type) {
+    case AM_EAGER:
+    case AM_EAGER_SYNC:
+    case AM_RTS:
+        ordered_arrival(&h, bytes, len);
+        break;
+    case AM_ACK:
+    case AM_FIN:
+    case AM_CTS:
+    case AM_DATA:
+        control_arrival(&h, bytes + sizeof h, len - sizeof h);
+        break;
+    default:
+        hashi_log("matching core: dropping a message of unknown type %u from rank %d", h.type, h.src_world);
+    }
+}
+
+/* ---------------------------------------------------------- p2p entry points */
+
+static void eager_sync_done(void *arg, int status)
+{
+    struct MPI_ABI_Request *req = arg;
+    if (status != 0)
+        send_state(req)->error = MPI_ERR_OTHER;
+    send_progressed(req, WAIT_LOCAL);
+}
+
+static int am_isend(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    memset(s, 0, sizeof *s);
+    if (req->dest_world < 0 || req->dest_world >= core.npeers)
+        return MPI_ERR_RANK;
+    if (req->tag < 0)
+        return MPI_ERR_TAG;
+    size_t len = req->dev_bytes;
+    struct {
+        struct am_hdr h;
+        unsigned char rkey[HASHI_AM_RKEY_MAX];
+    } m;
+    memset(&m.h, 0, sizeof m.h);
+    m.h.src_world = hashi_job.rank;
+    m.h.context_id = req->context_id;
+    m.h.source = req->my_comm_rank;
+    m.h.tag = req->tag;
+    m.h.size = len;
+    struct am_peer *peer = &core.peers[req->dest_world];
+
+    if (len <= core.eager_limit) {
+        if (req->send_mode != HASHI_SEND_SYNC) {
+            m.h.type = AM_EAGER;
+            m.h.seq = peer->send_seq;
+            if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, NULL, NULL) != 0)
+                return MPI_ERR_OTHER;
+            peer->send_seq++;
+            complete_send(req);
+            return MPI_SUCCESS;
+        }
+        s->cookie = hashi_cookie_new(&core.cookies, req);
+        if (!s->cookie)
+            return MPI_ERR_NO_MEM;
+        m.h.type = AM_EAGER_SYNC;
+        m.h.cookie = s->cookie;
+        m.h.seq = peer->send_seq;
+        s->waiting = WAIT_LOCAL | WAIT_ACK;
+        if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, eager_sync_done, req) != 0) {
+            hashi_cookie_free(&core.cookies, s->cookie);
+            s->cookie = 0;
+            return MPI_ERR_OTHER;
+        }
+        peer->send_seq++;
+        return MPI_SUCCESS;
+    }
+
+    s->cookie = hashi_cookie_new(&core.cookies, req);
+    if (!s->cookie)
+        return MPI_ERR_NO_MEM;
+    m.h.type = AM_RTS;
+    m.h.cookie = s->cookie;
+    m.h.seq = peer->send_seq;
+    size_t hdr_len = sizeof m.h;
+    s->waiting = WAIT_CTS;
+    if (core.use_get && core.am->mem_reg(req->dev_buf, len, &s->mem, m.rkey) == 0) {
+        m.h.rkey_len = (uint8_t)core.am->rkey_size;
+        hdr_len += core.am->rkey_size;
+        s->waiting = WAIT_FIN;
+    }
+    /* The RTS goes out as one buffer: header then key. */
+    unsigned char wire[sizeof m.h + HASHI_AM_RKEY_MAX];
+    memcpy(wire, &m.h, sizeof m.h);
+    memcpy(wire + sizeof m.h, m.rkey, hdr_len - sizeof m.h);
+    if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, NULL, NULL) != 0) {
+        if (s->mem)
+            core.am->mem_dereg(s->mem);
+        s->mem = NULL;
+        hashi_cookie_free(&core.cookies, s->cookie);
+        s->cookie = 0;
+        return MPI_ERR_OTHER;
+    }
+    peer->send_seq++;
+    return MPI_SUCCESS;
+}
+
+static int am_irecv(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    memset(r, 0, sizeof *r);
+    struct am_unexp *u = (struct am_unexp *)hashi_mq_find_unexp(&core.mq, &req->match, 1);
+    if (u) {
+        recv_from_unexp(req, u);
+        return MPI_SUCCESS;
+    }
+    r->posted.m = req->match;
+    return hashi_mq_post(&core.mq, &r->posted) == 0 ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+static void fill_envelope(const struct am_unexp *u, struct hashi_envelope *env)
+{
+    env->source = u->q.source;
+    env->tag = u->q.tag;
+    env->bytes = u->size;
+}
+
+static int am_iprobe(const struct hashi_match *m, int *flag, struct hashi_envelope *env)
+{
+    core.am->progress();
+    struct am_unexp *u = (struct am_unexp *)hashi_mq_find_unexp(&core.mq, m, 0);
+    *flag = u != NULL;
+    if (u && env)
+        fill_envelope(u, env);
+    return MPI_SUCCESS;
+}
+
+static int am_improbe(const struct hashi_match *m, int *flag, struct hashi_envelope *env,
+                      struct hashi_message **msg)
+{
+    core.am->progress();
+    struct am_unexp *u = (struct am_unexp *)hashi_mq_find_unexp(&core.mq, m, 1);
+    *flag = u != NULL;
+    if (u) {
+        if (env)
+            fill_envelope(u, env);
+        *msg = (struct hashi_message *)u;
+    }
+    return MPI_SUCCESS;
+}
+
+static int am_imrecv(struct MPI_ABI_Request *req, struct hashi_message *msg)
+{
+    memset(recv_state(req), 0, sizeof(struct am_recv_state));
+    recv_from_unexp(req, (struct am_unexp *)msg);
+    return MPI_SUCCESS;
+}
+
+static int am_cancel_recv(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    if (!hashi_mq_cancel(&core.mq, &r->posted))
+        return 0;
+    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
+    req->status.MPI_TAG = MPI_ANY_TAG;
+    req->status.MPI_ERROR = MPI_SUCCESS;
+    hashi_status_set_bytes(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, 1);
+    hashi_request_complete(req);
+    return 1;
+}
+
+static int am_progress(void)
+{
+    return core.am->progress();
+}
+
+int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum hashi_am_rndv rndv,
+                       char *err, size_t errlen)
+{
+    memset(&core, 0, sizeof core);
+    if (am->max_send < HASHI_AM_MIN_SEND) {
+        snprintf(err, errlen, "matching core: device %s sends at most %zu bytes per message (%d needed)", am->name,
+                 am->max_send, HASHI_AM_MIN_SEND);
+        return -1;
+    }
+    core.am = am;
+    size_t room = am->max_send - sizeof(struct am_hdr);
+    core.eager_limit = eager_limit < room ? eager_limit : room;
+    core.frag_payload = room;
+    int can_get = (am->flags & HASHI_AM_CAP_GET) && am->get && am->mem_reg && am->mem_dereg && am->max_get &&
+                  am->rkey_size <= HASHI_AM_RKEY_MAX;
+    if (rndv == HASHI_AM_RNDV_GET && !can_get) {
+        snprintf(err, errlen, "matching core: rendezvous by get requested, but device %s cannot read remote memory",
+                 am->name);
+        return -1;
+    }
+    core.use_get = rndv != HASHI_AM_RNDV_CHUNKED && can_get;
+    core.npeers = hashi_job.size;
+    core.peers = calloc((size_t)core.npeers, sizeof *core.peers);
+    if (!core.peers) {
+        snprintf(err, errlen, "matching core: out of memory");
+        return -1;
+    }
+    hashi_mq_init(&core.mq);
+    hashi_cookies_init(&core.cookies);
+    hashi_am_p2p_ops = (struct hashi_device_p2p_ops){
+        .isend = am_isend,
+        .irecv = am_irecv,
+        .iprobe = am_iprobe,
+        .improbe = am_improbe,
+        .imrecv = am_imrecv,
+        .cancel_recv = am_cancel_recv,
+        .cancel_send = NULL,
+        .progress = am_progress,
+        .eager_limit = core.eager_limit,
+        .tag_ub = INT_MAX,
+    };
+    HASHI_DEBUG(1, "matching core on %s: eager up to %zu bytes, rendezvous by %s", am->name, core.eager_limit,
+                core.use_get ? "get" : "chunked messages");
+    return 0;
+}
+
+static void free_unexp(struct hashi_mq_unexp *u, void *arg)
+{
+    (void)arg;
+    free(container_of(u, struct am_unexp, q));
+}
+
+void hashi_am_core_finalize(void)
+{
+    if (!core.am)
+        return;
+    hashi_mq_drain_unexp(&core.mq, free_unexp, NULL);
+    hashi_mq_destroy(&core.mq);
+    hashi_cookies_destroy(&core.cookies);
+    for (int i = 0; i < core.npeers; i++) {
+        while (core.peers[i].early) {
+            struct am_early *e = core.peers[i].early;
+            core.peers[i].early = e->next;
+            free(e);
+        }
+    }
+    free(core.peers);
+    memset(&core, 0, sizeof core);
+}

@@ -1,0 +1,440 @@
+/*
+ * The ofi device, core matching (HASHI_OFI_MATCHING=core): libfabric as an
+ * active-message device under the shared matching core (device/common/am.h).
+ *
+ * Messages are untagged (FI_MSG): the core's header plus payload, sent with
+ * fi_inject when it fits, from a bounce buffer when the core asks for a
+ * buffered send, or straight from the caller's memory (fi_sendv of header +
+ * data) for zero-copy sends. They land in a few large receive buffers posted
+ * with FI_MULTI_RECV; each completion hands one message to the core, which
+ * copies what it keeps before returning, and a buffer the provider released
+ * (FI_MULTI_RECV flag) is posted again at once. Rendezvous reads use fi_read
+ * on memory registered by the core's mem_reg.
+ */
+#include "device/common/am.h"
+#include "device/device.h"
+#include "device/ofi/ofi.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+
+
+extern struct hashi_device_ops hashi_device_ofi;
+
+#define RBUF_COUNT 4
+#define RBUF_MIN_SIZE (512 * 1024)
+#define FRAGMENT_MIN (64 * 1024)   /* chunked rendezvous fragments, at least */
+#define POOL_CACHE_MAX 64
+#define INJECT_STACK 4096          /* largest inject assembled on the stack */
+
+struct rbuf {
+    struct ofi_op op;
+    unsigned char *buf;
+    size_t len;
+};
+
+/* Buffered send: header and payload copied into the device's own memory. */
+struct abounce {
+    struct ofi_op op;
+    struct abounce *next_free;
+    int dest;
+    size_t len;
+    unsigned char bytes[];
+};
+
+/* Zero-copy send: header copied, payload read in place until done. */
+struct azsend {
+    struct ofi_op op;
+    struct azsend *next_free;
+    hashi_am_done_fn done;
+    void *arg;
+    int dest;
+    size_t hdr_len, len;
+    const void *data;
+    unsigned char hdr[HASHI_AM_HDR_MAX];
+};
+
+struct aread {
+    struct ofi_op op;
+    struct aread *next_free;
+    hashi_am_done_fn done;
+    void *arg;
+    int peer;
+    void *local;
+    size_t len;
+    uint64_t raddr, key;
+};
+
+struct ofi_rkey {
+    uint64_t raddr, key;
+};
+
+static struct {
+    struct hashi_am_ops ops;
+    struct rbuf rbufs[RBUF_COUNT];
+    size_t rbuf_size;
+    struct abounce *bounce_free;
+    struct azsend *zsend_free;
+    struct aread *read_free;
+    int bounce_cached, zsend_cached, read_cached;
+} am;
+
+/* ---------------------------------------------------------------- pools */
+
+static struct abounce *bounce_get(void)
+{
+    struct abounce *b = am.bounce_free;
+    if (b) {
+        am.bounce_free = b->next_free;
+        am.bounce_cached--;
+        return b;
+    }
+    return malloc(sizeof *b + am.ops.max_send);
+}
+
+static void bounce_put(struct abounce *b)
+{
+    if (am.bounce_cached < POOL_CACHE_MAX) {
+        b->next_free = am.bounce_free;
+        am.bounce_free = b;
+        am.bounce_cached++;
+    } else {
+        free(b);
+    }
+}
+
+static struct azsend *zsend_get(void)
+{
+    struct azsend *z = am.zsend_free;
+    if (z) {
+        am.zsend_free = z->next_free;
+        am.zsend_cached--;
+        return z;
+    }
+    return malloc(sizeof *z);
+}
+
+static void zsend_put(struct azsend *z)
+{
+    if (am.zsend_cached < POOL_CACHE_MAX) {
+        z->next_free = am.zsend_free;
+        am.zsend_free = z;
+        am.zsend_cached++;
+    } else {
+        free(z);
+    }
+}
+
+static struct aread *read_get(void)
+{
+    struct aread *r = am.read_free;
+    if (r) {
+        am.read_free = r->next_free;
+        am.read_cached--;
+        return r;
+    }
+    return malloc(sizeof *r);
+}
+
+static void read_put(struct aread *r)
+{
+    if (am.read_cached < POOL_CACHE_MAX) {
+        r->next_free = am.read_free;
+        am.read_free = r;
+        am.read_cached++;
+    } else {
+        free(r);
+    }
+}
+
+/* ------------------------------------------------------------- sending */
+
+static ssize_t bounce_post(struct ofi_op *op)
+{
+    struct abounce *b = (struct abounce *)op;
+    fi_addr_t to = hashi_ofi.peers[b->dest];
+    if (b->len <= hashi_ofi.inject_size) {
+        ssize_t rc = fi_inject(hashi_ofi.ep, b->bytes, b->len, to);
+        if (rc == 0) {
+            hashi_wake_peer(b->dest);
+            bounce_put(b);  /* injected: no completion follows */
+        }
+        return rc;
+    }
+    ssize_t rc = fi_send(hashi_ofi.ep, b->bytes, b->len, NULL, to, &op->ctx);
+    if (rc == 0)
+        hashi_wake_peer(b->dest);
+    return rc;
+}
+
+static void bounce_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct abounce *b = (struct abounce *)op;
+    (void)e;
+    if (err)
+        hashi_log("ofi device: a buffered message to rank %d failed: %s", b->dest, fi_strerror(err->err));
+    bounce_put(b);
+}
+
+static const struct ofi_op_class bounce_class = { "fi_send (buffered)", 0, bounce_post, bounce_complete };
+
+static ssize_t zsend_post(struct ofi_op *op)
+{
+    struct azsend *z = (struct azsend *)op;
+    struct iovec iov[2] = { { z->hdr, z->hdr_len }, { (void *)z->data, z->len } };
+    ssize_t rc = fi_sendv(hashi_ofi.ep, iov, NULL, z->len ? 2 : 1, hashi_ofi.peers[z->dest], &op->ctx);
+    if (rc == 0)
+        hashi_wake_peer(z->dest);
+    return rc;
+}
+
+static void zsend_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct azsend *z = (struct azsend *)op;
+    (void)e;
+    hashi_am_done_fn done = z->done;
+    void *arg = z->arg;
+    if (err)
+        hashi_log("ofi device: a message to rank %d failed: %s", z->dest, fi_strerror(err->err));
+    zsend_put(z);
+    done(arg, err ? -err->err : 0);
+}
+
+static const struct ofi_op_class zsend_class = { "fi_sendv", 0, zsend_post, zsend_complete };
+
+static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, hashi_am_done_fn done,
+                   void *arg)
+{
+    size_t total = hdr_len + len;
+    if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || dest < 0 || dest >= hashi_job.size)
+        return -1;
+    if (!done) {
+        if (total <= hashi_ofi.inject_size && total <= INJECT_STACK && hashi_ofi_queue_empty(0)) {
+            unsigned char msg[INJECT_STACK];
+            memcpy(msg, hdr, hdr_len);
+            if (len)
+                memcpy(msg + hdr_len, data, len);
+            ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
+            if (rc == 0) {
+                hashi_wake_peer(dest);
+                return 0;
+            }
+            if (rc != -FI_EAGAIN) {
+                hashi_ofi_warn("fi_inject", rc);
+                return -1;
+            }
+            hashi_ofi.eagain_count++;
+        }
+        struct abounce *b = bounce_get();
+        if (!b)
+            return -1;
+        b->op.cls = &bounce_class;
+        b->dest = dest;
+        b->len = total;
+        memcpy(b->bytes, hdr, hdr_len);
+        if (len)
+            memcpy(b->bytes + hdr_len, data, len);
+        hashi_ofi_post(&b->op);
+        return 0;
+    }
+    struct azsend *z = zsend_get();
+    if (!z)
+        return -1;
+    z->op.cls = &zsend_class;
+    z->done = done;
+    z->arg = arg;
+    z->dest = dest;
+    z->hdr_len = hdr_len;
+    z->data = data;
+    z->len = len;
+    memcpy(z->hdr, hdr, hdr_len);
+    hashi_ofi_post(&z->op);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ RMA */
+
+static int am_mem_reg(void *buf, size_t len, void **mem, void *rkey)
+{
+    struct fid_mr *mr;
+    struct ofi_rkey k;
+    int rc = hashi_ofi_mr_reg(buf, len, &mr, &k.raddr, &k.key);
+    if (rc) {
+        hashi_ofi_warn("fi_mr_reg", rc);
+        return -1;
+    }
+    memcpy(rkey, &k, sizeof k);
+    *mem = mr;
+    return 0;
+}
+
+static void am_mem_dereg(void *mem)
+{
+    fi_close(&((struct fid_mr *)mem)->fid);
+}
+
+static ssize_t read_post(struct ofi_op *op)
+{
+    struct aread *r = (struct aread *)op;
+    return fi_read(hashi_ofi.ep, r->local, r->len, NULL, hashi_ofi.peers[r->peer], r->raddr, r->key, &op->ctx);
+}
+
+static void read_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct aread *r = (struct aread *)op;
+    (void)e;
+    hashi_am_done_fn done = r->done;
+    void *arg = r->arg;
+    if (err)
+        hashi_log("ofi device: reading %zu bytes from rank %d failed: %s", r->len, r->peer, fi_strerror(err->err));
+    read_put(r);
+    done(arg, err ? -err->err : 0);
+}
+
+static const struct ofi_op_class read_class = { "fi_read", 0, read_post, read_complete };
+
+static int am_get(int peer, void *local, size_t len, const void *rkey, uint64_t offset, hashi_am_done_fn done,
+                  void *arg)
+{
+    if (peer < 0 || peer >= hashi_job.size)
+        return -1;
+    struct aread *r = read_get();
+    if (!r)
+        return -1;
+    struct ofi_rkey k;
+    memcpy(&k, rkey, sizeof k);
+    r->op.cls = &read_class;
+    r->done = done;
+    r->arg = arg;
+    r->peer = peer;
+    r->local = local;
+    r->len = len;
+    r->raddr = k.raddr + offset;
+    r->key = k.key;
+    hashi_ofi_post(&r->op);
+    return 0;
+}
+
+/* ------------------------------------------------------------- receiving */
+
+static ssize_t rbuf_post(struct ofi_op *op)
+{
+    struct rbuf *rb = (struct rbuf *)op;
+    struct iovec iov = { rb->buf, rb->len };
+    struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &op->ctx };
+    return fi_recvmsg(hashi_ofi.ep, &msg, FI_MULTI_RECV);
+}
+
+static void rbuf_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    uint64_t flags;
+    if (err) {
+        if (err->err != FI_ECANCELED)
+            hashi_log("ofi device: a receive buffer failed: %s",
+                      fi_cq_strerror(hashi_ofi.cq, err->prov_errno, err->err_data, NULL, 0));
+        flags = err->flags;
+    } else {
+        if (e->len)
+            hashi_am_deliver(e->buf, e->len);
+        flags = e->flags;
+    }
+    /* The provider is done with the buffer and every message in it was consumed. */
+    if (flags & FI_MULTI_RECV)
+        hashi_ofi_post(op);
+}
+
+static const struct ofi_op_class rbuf_class = { "fi_recvmsg (FI_MULTI_RECV)", 1, rbuf_post, rbuf_complete };
+
+static int am_progress(void)
+{
+    return hashi_ofi_progress();
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+int hashi_ofi_am_init(char *err, size_t errlen)
+{
+    memset(&am, 0, sizeof am);
+    size_t max_send = hashi_ofi.eager_limit + HASHI_AM_HDR_MAX;
+    if (max_send < FRAGMENT_MIN)
+        max_send = FRAGMENT_MIN;
+    am.ops = (struct hashi_am_ops){
+        .name = "ofi",
+        .max_send = max_send,
+        .flags = hashi_ofi.has_rma ? HASHI_AM_CAP_GET : 0,
+        .max_get = hashi_ofi.max_xfer,
+        .rkey_size = sizeof(struct ofi_rkey),
+        .send = am_send,
+        .mem_reg = am_mem_reg,
+        .mem_dereg = am_mem_dereg,
+        .get = am_get,
+        .progress = am_progress,
+    };
+    am.rbuf_size = 8 * max_send > RBUF_MIN_SIZE ? 8 * max_send : RBUF_MIN_SIZE;
+    /* Every message must fit the space left in a buffer, or the provider
+     * releases the buffer and takes the next one. */
+    int rc = fi_setopt(&hashi_ofi.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &max_send, sizeof max_send);
+    if (rc) {
+        snprintf(err, errlen, "ofi device: setting FI_OPT_MIN_MULTI_RECV failed: %s", fi_strerror(-rc));
+        return -1;
+    }
+    const char *rndv = hashi_param_str(HASHI_P_OFI_CORE_RNDV);
+    enum hashi_am_rndv mode = strcasecmp(rndv, "get") == 0       ? HASHI_AM_RNDV_GET
+                              : strcasecmp(rndv, "chunked") == 0 ? HASHI_AM_RNDV_CHUNKED
+                                                                 : HASHI_AM_RNDV_AUTO;
+    if (hashi_am_core_init(&am.ops, hashi_ofi.eager_limit, mode, err, errlen) != 0)
+        return -1;
+    hashi_device_ofi.p2p = hashi_am_p2p_ops;
+    return 0;
+}
+
+int hashi_ofi_am_connect(char *err, size_t errlen)
+{
+    for (int i = 0; i < RBUF_COUNT; i++) {
+        struct rbuf *rb = &am.rbufs[i];
+        rb->buf = malloc(am.rbuf_size);
+        if (!rb->buf) {
+            snprintf(err, errlen, "ofi device: out of memory for receive buffers");
+            return -1;
+        }
+        rb->len = am.rbuf_size;
+        rb->op.cls = &rbuf_class;
+        hashi_ofi_post(&rb->op);
+    }
+    HASHI_DEBUG(1, "ofi device: core matching, %d receive buffers of %zu bytes, messages up to %zu bytes",
+                RBUF_COUNT, am.rbuf_size, am.ops.max_send);
+    return 0;
+}
+
+void hashi_ofi_am_finalize(void)
+{
+    hashi_am_core_finalize();
+    for (int i = 0; i < RBUF_COUNT; i++)
+        free(am.rbufs[i].buf);
+    while (am.bounce_free) {
+        struct abounce *b = am.bounce_free;
+        am.bounce_free = b->next_free;
+        free(b);
+    }
+    while (am.zsend_free) {
+        struct azsend *z = am.zsend_free;
+        am.zsend_free = z->next_free;
+        free(z);
+    }
+    while (am.read_free) {
+        struct aread *r = am.read_free;
+        am.read_free = r->next_free;
+        free(r);
+    }
+    memset(&am, 0, sizeof am);
+}

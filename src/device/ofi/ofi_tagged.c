@@ -1,0 +1,1066 @@
+/*
+ * The ofi device, tagged matching: MPI point-to-point on libfabric tagged
+ * messages, matched by the provider (ofi_tagbits.h has the bit layout).
+ *
+ * Protocols
+ *   eager (<= HASHI_OFI_EAGER_LIMIT): fi_tinject when it fits the provider's
+ *     inject size, else a copy in a device bounce buffer; either way the
+ *     request completes at once.
+ *   synchronous eager: the data goes from the user buffer with the SYNC bit;
+ *     the receiver answers ACK after the match; completes on both.
+ *   rendezvous (larger): the sender registers its buffer and sends an RTS
+ *     (struct ofi_rts) with the RNDV bit; the receiver fi_reads at most its
+ *     buffer's worth in pieces of HASHI_OFI_MAX_MSG and answers FIN; the
+ *     send completes on FIN (which also proves the match for MPI_Ssend).
+ *     So every message the provider carries is at most max(eager limit,
+ *     sizeof(struct ofi_rts)) bytes: what lets a probe receive any message
+ *     into a bounded device buffer (below).
+ *
+ * Probe
+ *   peek: fi_trecvmsg(FI_PEEK), Mprobe FI_PEEK|FI_CLAIM then an FI_CLAIM
+ *     receive (tcp / ofi_rxm).
+ *   recv: for providers whose FI_PEEK consumes the message (shm in libfabric
+ *     1.17 treats it as a zero-byte receive), a probe receives the message
+ *     into a device buffer, keeps it on a "pulled" list, and later receives
+ *     look there before posting to the provider. HASHI_OFI_PROBE=auto tests
+ *     the provider with a message to itself at start-up.
+ *
+ * Receives smaller than an RTS land in a 32-byte buffer inside the request
+ * (then copied) so an RTS is never truncated and its sender always gets FIN.
+ */
+#include "device/device.h"
+#include "device/common/cookie.h"
+#include "device/ofi/ofi.h"
+#include "device/ofi/ofi_tagbits.h"
+#include "mpi/request.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <mpi.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+
+extern struct hashi_device_ops hashi_device_ofi;
+
+#define RTS_SIZE sizeof(struct ofi_rts)
+
+/* ------------------------------------------------------- per-request state */
+
+enum { WAIT_LOCAL = 1, WAIT_ANSWER = 2 };
+
+struct tsend {
+    struct ofi_op op;        /* synchronous eager data */
+    struct ofi_op ctl;       /* receive of the ACK or FIN */
+    struct fid_mr *mr;       /* rendezvous: the registered buffer */
+    uint32_t cookie;
+    uint8_t waiting;         /* WAIT_* */
+    uint8_t answer;          /* enum ofi_ctrl_type awaited */
+    int error;
+};
+
+struct trecv {
+    struct ofi_op op;        /* the receive, then the rendezvous reads */
+    unsigned char tiny[RTS_SIZE];
+    uint64_t raddr, rkey;    /* rendezvous: the sender's buffer */
+    uint64_t size, want, done;
+    size_t piece;            /* bytes of the read in flight */
+    int32_t peer_world;
+    uint32_t peer_cookie;
+    int source, tag, error;
+    uint8_t use_tiny;        /* buffer smaller than an RTS: receive into tiny */
+    uint8_t at_provider;     /* posted (or queued) and not yet matched */
+};
+
+_Static_assert(sizeof(struct tsend) <= HASHI_DEVICE_REQ_BYTES, "send state exceeds the request's device bytes");
+_Static_assert(sizeof(struct trecv) <= HASHI_DEVICE_REQ_BYTES, "receive state exceeds the request's device bytes");
+
+static inline struct tsend *tsend_of(struct MPI_ABI_Request *req)
+{
+    return (struct tsend *)(void *)req->dev;
+}
+static inline struct trecv *trecv_of(struct MPI_ABI_Request *req)
+{
+    return (struct trecv *)(void *)req->dev;
+}
+static inline struct MPI_ABI_Request *req_of_dev(void *dev)
+{
+    return container_of((unsigned char *)dev, struct MPI_ABI_Request, dev);
+}
+
+/* ------------------------------------------------------- device-level state */
+
+/* A copy made by the device: eager data, an RTS, or a zero-byte answer. */
+struct bounce {
+    struct ofi_op op;
+    struct bounce *next_free;
+    int dest;
+    int pooled;
+    int has_data;
+    uint64_t bits, data;
+    size_t len;
+    unsigned char bytes[];
+};
+
+/* A message a probe took from the provider (recv probe mode). */
+struct pulled {
+    struct pulled *next, *prev;
+    uint64_t bits, data;
+    size_t len;
+    unsigned char bytes[];
+};
+
+/* A peek in flight (iprobe, improbe) and, for Mprobe, the claimed message. */
+struct peek {
+    struct ofi_op op;
+    struct MPI_ABI_Request *req;   /* the Mrecv once it is posted */
+    uint64_t bits, ignore;         /* what was asked; then what was found */
+    uint64_t data;
+    size_t len;
+    int claim;
+    int state;                     /* PEEK_* */
+};
+enum { PEEK_WAITING, PEEK_FOUND, PEEK_NONE, PEEK_CONSUMED };
+
+/* The single device-owned probe receive (recv probe mode). */
+struct probe_slot {
+    struct ofi_op op;
+    int posted;
+    unsigned char *buf;
+    size_t len;
+};
+
+static struct {
+    int probe_peek;              /* 1: FI_PEEK works; 0: probe by receiving */
+    struct hashi_cookies cookies;
+    struct bounce *bounce_free;
+    int bounce_cached;
+    size_t bounce_size;
+    struct pulled *pulled_head, *pulled_tail;
+    struct probe_slot probe;
+} tg;
+
+#define BOUNCE_CACHE_MAX 64
+
+/* --------------------------------------------------------------- bounce */
+
+static struct bounce *bounce_get(size_t len)
+{
+    struct bounce *b;
+    if (len <= tg.bounce_size && tg.bounce_free) {
+        b = tg.bounce_free;
+        tg.bounce_free = b->next_free;
+        tg.bounce_cached--;
+    } else {
+        int pooled = len <= tg.bounce_size;
+        b = malloc(sizeof *b + (pooled ? tg.bounce_size : len));
+        if (!b)
+            return NULL;
+        b->pooled = pooled;
+    }
+    b->len = len;
+    b->has_data = 0;
+    b->data = 0;
+    return b;
+}
+
+static void bounce_put(struct bounce *b)
+{
+    if (b->pooled && tg.bounce_cached < BOUNCE_CACHE_MAX) {
+        b->next_free = tg.bounce_free;
+        tg.bounce_free = b;
+        tg.bounce_cached++;
+    } else {
+        free(b);
+    }
+}
+
+static ssize_t bounce_post(struct ofi_op *op)
+{
+    struct bounce *b = (struct bounce *)op;
+    fi_addr_t to = hashi_ofi.peers[b->dest];
+    ssize_t rc;
+    HASHI_DEBUG(4, "ofi device: buffered send of %zu bytes to rank %d, bits %#llx%s", b->len, b->dest,
+                (unsigned long long)b->bits, b->has_data ? " with data" : "");
+    if (b->len <= hashi_ofi.inject_size) {
+        rc = b->has_data ? fi_tinjectdata(hashi_ofi.ep, b->bytes, b->len, b->data, to, b->bits)
+                         : fi_tinject(hashi_ofi.ep, b->bytes, b->len, to, b->bits);
+        if (rc == 0) {
+            hashi_wake_peer(b->dest);
+            bounce_put(b);  /* injected: no completion follows */
+        }
+        return rc;
+    }
+    rc = b->has_data ? fi_tsenddata(hashi_ofi.ep, b->bytes, b->len, NULL, b->data, to, b->bits, &op->ctx)
+                     : fi_tsend(hashi_ofi.ep, b->bytes, b->len, NULL, to, b->bits, &op->ctx);
+    if (rc == 0)
+        hashi_wake_peer(b->dest);
+    return rc;
+}
+
+static void bounce_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct bounce *b = (struct bounce *)op;
+    (void)e;
+    if (err)
+        hashi_log("ofi device: a buffered send to rank %d failed: %s", b->dest, fi_strerror(err->err));
+    bounce_put(b);
+}
+
+static const struct ofi_op_class bounce_class = { "fi_tsend (buffered)", 0, bounce_post, bounce_complete };
+
+/*
+ * Send len bytes (copied now) with bits (and CQ data if has_data) to dest.
+ * Injected directly when nothing is queued ahead, else through a bounce
+ * buffer. Returns 0 or an MPI error class.
+ */
+static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int has_data, uint64_t data)
+{
+    if (len <= hashi_ofi.inject_size && hashi_ofi_queue_empty(0)) {
+        fi_addr_t to = hashi_ofi.peers[dest];
+        ssize_t rc = has_data ? fi_tinjectdata(hashi_ofi.ep, buf, len, data, to, bits)
+                              : fi_tinject(hashi_ofi.ep, buf, len, to, bits);
+        if (rc == 0) {
+            hashi_wake_peer(dest);
+            return MPI_SUCCESS;
+        }
+        if (rc != -FI_EAGAIN) {
+            hashi_ofi_warn("fi_tinject", rc);
+            return MPI_ERR_OTHER;
+        }
+        hashi_ofi.eagain_count++;
+    }
+    struct bounce *b = bounce_get(len);
+    if (!b)
+        return MPI_ERR_NO_MEM;
+    b->op.cls = &bounce_class;
+    b->dest = dest;
+    b->bits = bits;
+    b->has_data = has_data;
+    b->data = data;
+    if (len)
+        memcpy(b->bytes, buf, len);
+    hashi_ofi_post(&b->op);
+    return MPI_SUCCESS;
+}
+
+static void send_answer(int dest, enum ofi_ctrl_type type, uint32_t cookie)
+{
+    if (send_copied(dest, ofi_tb_ctrl(type, hashi_job.rank, cookie), NULL, 0, 0, 0) != MPI_SUCCESS)
+        hashi_log("ofi device: answering rank %d failed; its send will not complete", dest);
+}
+
+/* --------------------------------------------------------------- sends */
+
+static void tsend_finish(struct MPI_ABI_Request *req)
+{
+    struct tsend *s = tsend_of(req);
+    if (s->mr)
+        fi_close(&s->mr->fid);
+    s->mr = NULL;
+    if (s->cookie)
+        hashi_cookie_free(&tg.cookies, s->cookie);
+    s->cookie = 0;
+    req->status.MPI_ERROR = s->error;
+    hashi_status_set_cancelled(&req->status, 0);
+    hashi_request_complete(req);
+}
+
+static void tsend_progressed(struct MPI_ABI_Request *req, uint8_t cleared)
+{
+    struct tsend *s = tsend_of(req);
+    s->waiting &= (uint8_t)~cleared;
+    if (!s->waiting)
+        tsend_finish(req);
+}
+
+static ssize_t sync_data_post(struct ofi_op *op)
+{
+    struct MPI_ABI_Request *req = req_of_dev(op);
+    struct tsend *s = tsend_of(req);
+    uint64_t bits = ofi_tb_user(req->context_id, req->my_comm_rank, req->tag) | OFI_TB_SYNC;
+    uint64_t data = (uint64_t)(uint32_t)hashi_job.rank << 32 | s->cookie;
+    ssize_t rc = fi_tsenddata(hashi_ofi.ep, req->dev_buf, req->dev_bytes, NULL, data,
+                              hashi_ofi.peers[req->dest_world], bits, &op->ctx);
+    if (rc == 0)
+        hashi_wake_peer(req->dest_world);
+    return rc;
+}
+
+static void sync_data_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct MPI_ABI_Request *req = req_of_dev(op);
+    (void)e;
+    if (err) {
+        hashi_log("ofi device: synchronous send to rank %d failed: %s", req->dest_world, fi_strerror(err->err));
+        tsend_of(req)->error = MPI_ERR_OTHER;
+    }
+    tsend_progressed(req, WAIT_LOCAL);
+}
+
+static const struct ofi_op_class sync_data_class = { "fi_tsenddata (synchronous)", 0, sync_data_post,
+                                                     sync_data_complete };
+
+static ssize_t answer_recv_post(struct ofi_op *op)
+{
+    struct tsend *s = container_of(op, struct tsend, ctl);
+    struct MPI_ABI_Request *req = req_of_dev(s);
+    uint64_t bits = ofi_tb_ctrl(s->answer, req->dest_world, s->cookie);
+    return fi_trecv(hashi_ofi.ep, NULL, 0, NULL, FI_ADDR_UNSPEC, bits, 0, &op->ctx);
+}
+
+static void answer_recv_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
+                                 const struct fi_cq_err_entry *err)
+{
+    struct tsend *s = container_of(op, struct tsend, ctl);
+    struct MPI_ABI_Request *req = req_of_dev(s);
+    (void)e;
+    if (err) {
+        hashi_log("ofi device: waiting for rank %d's %s failed: %s", req->dest_world,
+                  s->answer == OFI_CTRL_FIN ? "FIN" : "ACK", fi_strerror(err->err));
+        s->error = MPI_ERR_OTHER;
+    }
+    tsend_progressed(req, WAIT_ANSWER);
+}
+
+static const struct ofi_op_class answer_recv_class = { "fi_trecv (ACK/FIN)", 1, answer_recv_post,
+                                                       answer_recv_complete };
+
+static int check_send(const struct MPI_ABI_Request *req)
+{
+    if (req->tag < 0 || req->tag > OFI_TAG_UB)
+        return MPI_ERR_TAG;
+    if (req->my_comm_rank < 0 || req->my_comm_rank > OFI_MAX_SOURCE)
+        return MPI_ERR_RANK;
+    if (req->dest_world < 0 || req->dest_world >= hashi_job.size)
+        return MPI_ERR_RANK;
+    if (req->context_id > OFI_MAX_CONTEXT)
+        return MPI_ERR_INTERN;
+    return MPI_SUCCESS;
+}
+
+static int t_isend(struct MPI_ABI_Request *req)
+{
+    int rc = check_send(req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    struct tsend *s = tsend_of(req);
+    s->mr = NULL;
+    s->cookie = 0;
+    s->waiting = 0;
+    s->error = MPI_SUCCESS;
+    uint64_t bits = ofi_tb_user(req->context_id, req->my_comm_rank, req->tag);
+    size_t len = req->dev_bytes;
+
+    if (len <= hashi_ofi.eager_limit && req->send_mode != HASHI_SEND_SYNC) {
+        rc = send_copied(req->dest_world, bits, req->dev_buf, len, 0, 0);
+        if (rc == MPI_SUCCESS)
+            tsend_finish(req);
+        return rc;
+    }
+
+    s->cookie = hashi_cookie_new(&tg.cookies, req);
+    if (!s->cookie)
+        return MPI_ERR_NO_MEM;
+    struct ofi_rts rts;
+    if (len > hashi_ofi.eager_limit) {
+        int frc = hashi_ofi_mr_reg(req->dev_buf, len, &s->mr, &rts.raddr, &rts.key);
+        if (frc) {
+            hashi_ofi_warn("fi_mr_reg", frc);
+            hashi_cookie_free(&tg.cookies, s->cookie);
+            s->cookie = 0;
+            return MPI_ERR_OTHER;
+        }
+        s->answer = OFI_CTRL_FIN;
+    } else {
+        s->answer = OFI_CTRL_ACK;
+    }
+    /* Post the answer's receive first, so the answer never waits unexpected. */
+    s->waiting = WAIT_ANSWER;
+    s->ctl.cls = &answer_recv_class;
+    hashi_ofi_post(&s->ctl);
+
+    if (s->answer == OFI_CTRL_ACK) {
+        s->waiting |= WAIT_LOCAL;
+        s->op.cls = &sync_data_class;
+        hashi_ofi_post(&s->op);
+        return MPI_SUCCESS;
+    }
+    rts.size = len;
+    rts.world = hashi_job.rank;
+    rts.cookie = s->cookie;
+    if (send_copied(req->dest_world, bits | OFI_TB_RNDV, &rts, sizeof rts, 1, len) != MPI_SUCCESS) {
+        /* No FIN will come: withdraw its receive, which completes the request with the error. */
+        hashi_log("ofi device: sending a rendezvous request to rank %d failed", req->dest_world);
+        s->error = MPI_ERR_OTHER;
+        if (hashi_ofi_unqueue(&s->ctl))
+            tsend_progressed(req, WAIT_ANSWER);
+        else if (fi_cancel(&hashi_ofi.ep->fid, &s->ctl.ctx) != 0)
+            hashi_log("ofi device: withdrawing the FIN receive failed; the send stays incomplete");
+    }
+    return MPI_SUCCESS;  /* the answer receive owns the request now */
+}
+
+/* ------------------------------------------------------------ receives */
+
+static void trecv_finish(struct MPI_ABI_Request *req, uint64_t bytes, int error)
+{
+    struct trecv *r = trecv_of(req);
+    r->at_provider = 0;
+    req->status.MPI_SOURCE = r->source;
+    req->status.MPI_TAG = r->tag;
+    req->status.MPI_ERROR = error;
+    hashi_status_set_bytes(&req->status, bytes);
+    hashi_status_set_cancelled(&req->status, 0);
+    hashi_request_complete(req);
+}
+
+static void trecv_cancelled(struct MPI_ABI_Request *req)
+{
+    struct trecv *r = trecv_of(req);
+    r->at_provider = 0;
+    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
+    req->status.MPI_TAG = MPI_ANY_TAG;
+    req->status.MPI_ERROR = MPI_SUCCESS;
+    hashi_status_set_bytes(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, 1);
+    hashi_request_complete(req);
+}
+
+static void rndv_finish(struct MPI_ABI_Request *req)
+{
+    struct trecv *r = trecv_of(req);
+    send_answer(r->peer_world, OFI_CTRL_FIN, r->peer_cookie);
+    int error = r->error ? r->error : r->size > r->want ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    trecv_finish(req, r->error ? 0 : r->want, error);
+}
+
+static ssize_t read_post(struct ofi_op *op)
+{
+    struct MPI_ABI_Request *req = req_of_dev(op);
+    struct trecv *r = trecv_of(req);
+    return fi_read(hashi_ofi.ep, (char *)req->dev_buf + r->done, r->piece, NULL, hashi_ofi.peers[r->peer_world],
+                   r->raddr + r->done, r->rkey, &op->ctx);
+}
+
+static void read_next(struct MPI_ABI_Request *req);
+
+static void read_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct MPI_ABI_Request *req = req_of_dev(op);
+    struct trecv *r = trecv_of(req);
+    (void)e;
+    if (err) {
+        hashi_log("ofi device: reading %zu bytes of a rendezvous message from rank %d failed: %s", r->piece,
+                  r->peer_world, fi_strerror(err->err));
+        r->error = MPI_ERR_OTHER;
+        rndv_finish(req);
+        return;
+    }
+    r->done += r->piece;
+    read_next(req);
+}
+
+static const struct ofi_op_class read_class = { "fi_read", 0, read_post, read_complete };
+
+static void read_next(struct MPI_ABI_Request *req)
+{
+    struct trecv *r = trecv_of(req);
+    if (r->done >= r->want) {
+        rndv_finish(req);
+        return;
+    }
+    uint64_t left = r->want - r->done;
+    r->piece = left < hashi_ofi.max_xfer ? (size_t)left : hashi_ofi.max_xfer;
+    r->op.cls = &read_class;
+    hashi_ofi_post(&r->op);
+}
+
+/*
+ * A message reached req: bits / data from the completion, its payload at
+ * copy_from (a device buffer) or already in req->dev_buf (copy_from NULL),
+ * len bytes of it there; truncated if the provider cut it.
+ */
+static void deliver(struct MPI_ABI_Request *req, uint64_t bits, uint64_t data, const void *copy_from, size_t len,
+                    int truncated)
+{
+    struct trecv *r = trecv_of(req);
+    r->at_provider = 0;
+    r->source = ofi_tb_source(bits);
+    r->tag = ofi_tb_tag(bits);
+    if (bits & OFI_TB_RNDV) {
+        struct ofi_rts rts;
+        if (len < sizeof rts || truncated) {
+            hashi_log("ofi device: malformed rendezvous request from source %d", r->source);
+            trecv_finish(req, 0, MPI_ERR_INTERN);
+            return;
+        }
+        memcpy(&rts, copy_from ? copy_from : req->dev_buf, sizeof rts);
+        r->raddr = rts.raddr;
+        r->rkey = rts.key;
+        r->size = rts.size;
+        r->peer_world = rts.world;
+        r->peer_cookie = rts.cookie;
+        r->want = rts.size < req->dev_bytes ? rts.size : req->dev_bytes;
+        r->done = 0;
+        r->error = 0;
+        if (rts.world < 0 || rts.world >= hashi_job.size) {
+            hashi_log("ofi device: rendezvous request names rank %d, outside the job", rts.world);
+            trecv_finish(req, 0, MPI_ERR_INTERN);
+            return;
+        }
+        read_next(req);
+        return;
+    }
+    size_t n = len;
+    if (copy_from) {
+        if (len > req->dev_bytes) {
+            n = req->dev_bytes;
+            truncated = 1;
+        }
+        if (n)
+            memcpy(req->dev_buf, copy_from, n);
+    }
+    if (bits & OFI_TB_SYNC)
+        send_answer((int)(data >> 32), OFI_CTRL_ACK, (uint32_t)data);
+    trecv_finish(req, n, truncated ? MPI_ERR_TRUNCATE : MPI_SUCCESS);
+}
+
+/* A receive's completion (plain or FI_CLAIM). */
+static void recv_landed(struct MPI_ABI_Request *req, const struct fi_cq_tagged_entry *e,
+                        const struct fi_cq_err_entry *err)
+{
+    struct trecv *r = trecv_of(req);
+    const void *from = r->use_tiny ? r->tiny : NULL;
+    if (!err) {
+        deliver(req, e->tag, e->data, from, e->len, 0);
+        return;
+    }
+    if (err->err == FI_ECANCELED) {
+        trecv_cancelled(req);
+        return;
+    }
+    if (err->err == FI_ETRUNC) {
+        deliver(req, err->tag, err->data, from, err->len, 1);
+        return;
+    }
+    hashi_log("ofi device: a receive failed: %s",
+              fi_cq_strerror(hashi_ofi.cq, err->prov_errno, err->err_data, NULL, 0));
+    r->source = MPI_ANY_SOURCE;
+    r->tag = MPI_ANY_TAG;
+    trecv_finish(req, 0, MPI_ERR_OTHER);
+}
+
+static void recv_bits(const struct MPI_ABI_Request *req, uint64_t *bits, uint64_t *ignore)
+{
+    ofi_tb_recv(req->match.context_id, req->match.source, req->match.tag, bits, ignore);
+}
+
+static ssize_t recv_post(struct ofi_op *op)
+{
+    struct MPI_ABI_Request *req = req_of_dev(op);
+    struct trecv *r = trecv_of(req);
+    uint64_t bits, ignore;
+    recv_bits(req, &bits, &ignore);
+    return fi_trecv(hashi_ofi.ep, r->use_tiny ? r->tiny : req->dev_buf, r->use_tiny ? sizeof r->tiny : req->dev_bytes,
+                    NULL, FI_ADDR_UNSPEC, bits, ignore, &op->ctx);
+}
+
+static void recv_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    recv_landed(req_of_dev(op), e, err);
+}
+
+static const struct ofi_op_class recv_class = { "fi_trecv", 1, recv_post, recv_complete };
+
+static int check_match(const struct hashi_match *m)
+{
+    if (m->tag != MPI_ANY_TAG && (m->tag < 0 || m->tag > OFI_TAG_UB))
+        return MPI_ERR_TAG;
+    if (m->source != MPI_ANY_SOURCE && (m->source < 0 || m->source > OFI_MAX_SOURCE))
+        return MPI_ERR_RANK;
+    if (m->context_id > OFI_MAX_CONTEXT)
+        return MPI_ERR_INTERN;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------ pulled messages (recv probe) */
+
+static struct pulled *pulled_find(const struct hashi_match *m, int remove)
+{
+    uint64_t bits, ignore;
+    ofi_tb_recv(m->context_id, m->source, m->tag, &bits, &ignore);
+    for (struct pulled *p = tg.pulled_head; p; p = p->next) {
+        if (!ofi_tb_matches(p->bits, bits, ignore))
+            continue;
+        if (remove) {
+            if (p->prev) p->prev->next = p->next; else tg.pulled_head = p->next;
+            if (p->next) p->next->prev = p->prev; else tg.pulled_tail = p->prev;
+        }
+        return p;
+    }
+    return NULL;
+}
+
+static ssize_t probe_slot_post(struct ofi_op *op)
+{
+    (void)op;
+    return -FI_EINVAL;  /* posted directly by pull_one, never queued */
+}
+
+static void probe_slot_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
+                                const struct fi_cq_err_entry *err)
+{
+    struct probe_slot *ps = container_of(op, struct probe_slot, op);
+    ps->posted = 0;
+    if (err) {
+        if (err->err != FI_ECANCELED)
+            hashi_log("ofi device: a probe receive failed: %s (a message may be lost; are the ranks' "
+                      "HASHI_OFI_EAGER_LIMIT settings equal?)", fi_strerror(err->err));
+        return;
+    }
+    struct pulled *p = malloc(sizeof *p + e->len);
+    if (!p) {
+        hashi_log("ofi device: out of memory keeping a probed message of %zu bytes", e->len);
+        abort();
+    }
+    p->bits = e->tag;
+    p->data = e->data;
+    p->len = e->len;
+    memcpy(p->bytes, ps->buf, e->len);
+    p->next = NULL;
+    p->prev = tg.pulled_tail;
+    if (tg.pulled_tail)
+        tg.pulled_tail->next = p;
+    else
+        tg.pulled_head = p;
+    tg.pulled_tail = p;
+}
+
+static const struct ofi_op_class probe_slot_class = { "fi_trecv (probe)", 1, probe_slot_post, probe_slot_complete };
+
+/* Whether every receive posted before now is in the provider's hands. */
+static int rx_settled(void)
+{
+    if (hashi_ofi_queue_empty(1))
+        return 1;
+    hashi_ofi_progress();
+    return hashi_ofi_queue_empty(1);
+}
+
+/* Take one message matching m from the provider onto the pulled list, if
+ * one is there. Posted receives come first in the provider's order, so this
+ * only takes messages nobody else was waiting for. */
+static void pull_one(const struct hashi_match *m)
+{
+    struct probe_slot *ps = &tg.probe;
+    if (ps->posted)
+        return;
+    uint64_t bits, ignore;
+    ofi_tb_recv(m->context_id, m->source, m->tag, &bits, &ignore);
+    ps->op.cls = &probe_slot_class;
+    ssize_t rc = fi_trecv(hashi_ofi.ep, ps->buf, ps->len, NULL, FI_ADDR_UNSPEC, bits, ignore, &ps->op.ctx);
+    if (rc != 0) {
+        if (rc != -FI_EAGAIN)
+            hashi_ofi_warn("fi_trecv (probe)", rc);
+        return;
+    }
+    ps->posted = 1;
+    for (int i = 0; i < 2 && ps->posted; i++)
+        hashi_ofi_progress();
+    if (!ps->posted)
+        return;
+    rc = fi_cancel(&hashi_ofi.ep->fid, &ps->op.ctx);
+    if (rc != 0) {
+        /* Left posted, it keeps the next matching message for the pulled list. */
+        hashi_ofi_warn("fi_cancel (probe)", rc);
+        return;
+    }
+    /* The cancel or the receive's own completion arrives right away. */
+    for (int i = 0; i < 1000000 && ps->posted; i++)
+        hashi_ofi_progress();
+}
+
+/* ------------------------------------------------------------- peek */
+
+static ssize_t peek_post_flags(struct peek *pk, uint64_t flags, void *buf, size_t len)
+{
+    struct iovec iov = { buf, len };
+    struct fi_msg_tagged msg = {
+        .msg_iov = len || buf ? &iov : NULL,
+        .iov_count = len || buf ? 1 : 0,
+        .addr = FI_ADDR_UNSPEC,
+        .tag = pk->bits,
+        .ignore = pk->ignore,
+        .context = &pk->op.ctx,
+    };
+    return fi_trecvmsg(hashi_ofi.ep, &msg, flags);
+}
+
+static ssize_t peek_post(struct ofi_op *op)
+{
+    (void)op;
+    return -FI_EINVAL;  /* posted directly by do_peek, never queued */
+}
+
+static void peek_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct peek *pk = container_of(op, struct peek, op);
+    if (!err) {
+        pk->bits = e->tag;
+        pk->data = e->data;
+        pk->len = e->len;
+        pk->state = PEEK_FOUND;
+    } else if (err->err == FI_ENOMSG) {
+        pk->state = PEEK_NONE;
+    } else {
+        /* A provider that consumed the message instead of peeking at it. */
+        pk->bits = err->tag;
+        pk->state = PEEK_CONSUMED;
+    }
+}
+
+static const struct ofi_op_class peek_class = { "fi_trecvmsg (FI_PEEK)", 1, peek_post, peek_complete };
+
+/* Peek (and claim) once; 0 when the answer is in pk->state, -1 if the provider refused. */
+static int do_peek(struct peek *pk, int claim)
+{
+    pk->op.cls = &peek_class;
+    pk->state = PEEK_WAITING;
+    pk->claim = claim;
+    ssize_t rc = -FI_EAGAIN;
+    for (int i = 0; i < 100 && rc == -FI_EAGAIN; i++) {
+        rc = peek_post_flags(pk, FI_PEEK | (claim ? FI_CLAIM : 0), NULL, 0);
+        if (rc == -FI_EAGAIN)
+            hashi_ofi_progress();
+    }
+    if (rc != 0) {
+        if (rc != -FI_EAGAIN)
+            hashi_ofi_warn("fi_trecvmsg (FI_PEEK)", rc);
+        return -1;
+    }
+    while (pk->state == PEEK_WAITING)
+        hashi_ofi_progress();
+    return 0;
+}
+
+static ssize_t claim_recv_post(struct ofi_op *op)
+{
+    struct peek *pk = container_of(op, struct peek, op);
+    struct MPI_ABI_Request *req = pk->req;
+    struct trecv *r = trecv_of(req);
+    return peek_post_flags(pk, FI_CLAIM, r->use_tiny ? r->tiny : req->dev_buf,
+                           r->use_tiny ? sizeof r->tiny : req->dev_bytes);
+}
+
+static void claim_recv_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
+                                const struct fi_cq_err_entry *err)
+{
+    struct peek *pk = container_of(op, struct peek, op);
+    struct MPI_ABI_Request *req = pk->req;
+    free(pk);
+    recv_landed(req, e, err);
+}
+
+static const struct ofi_op_class claim_recv_class = { "fi_trecvmsg (FI_CLAIM)", 1, claim_recv_post,
+                                                      claim_recv_complete };
+
+static void envelope_of(uint64_t bits, uint64_t data, size_t len, struct hashi_envelope *env)
+{
+    if (!env)
+        return;
+    env->source = ofi_tb_source(bits);
+    env->tag = ofi_tb_tag(bits);
+    env->bytes = bits & OFI_TB_RNDV ? data : len;
+}
+
+static void pulled_envelope(const struct pulled *p, struct hashi_envelope *env)
+{
+    envelope_of(p->bits, p->data, p->len, env);
+    if (env && (p->bits & OFI_TB_RNDV) && p->len >= RTS_SIZE) {
+        struct ofi_rts rts;
+        memcpy(&rts, p->bytes, sizeof rts);
+        env->bytes = rts.size;
+    }
+}
+
+/* ------------------------------------------------------ p2p entry points */
+
+static int t_irecv(struct MPI_ABI_Request *req)
+{
+    int rc = check_match(&req->match);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    struct trecv *r = trecv_of(req);
+    r->error = 0;
+    r->at_provider = 0;
+    r->use_tiny = req->dev_bytes < sizeof r->tiny;
+    if (tg.pulled_head) {
+        struct pulled *p = pulled_find(&req->match, 1);
+        if (p) {
+            deliver(req, p->bits, p->data, p->bytes, p->len, 0);
+            free(p);
+            return MPI_SUCCESS;
+        }
+    }
+    r->at_provider = 1;
+    r->op.cls = &recv_class;
+    hashi_ofi_post(&r->op);
+    return MPI_SUCCESS;
+}
+
+static int t_iprobe(const struct hashi_match *m, int *flag, struct hashi_envelope *env)
+{
+    int rc = check_match(m);
+    *flag = 0;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    hashi_ofi_progress();
+    if (!tg.probe_peek) {
+        struct pulled *p = pulled_find(m, 0);
+        if (!p && rx_settled()) {
+            pull_one(m);
+            p = pulled_find(m, 0);
+        }
+        if (p) {
+            *flag = 1;
+            pulled_envelope(p, env);
+        }
+        return MPI_SUCCESS;
+    }
+    if (!rx_settled())
+        return MPI_SUCCESS;
+    struct peek pk;
+    ofi_tb_recv(m->context_id, m->source, m->tag, &pk.bits, &pk.ignore);
+    if (do_peek(&pk, 0) == 0 && pk.state == PEEK_FOUND) {
+        *flag = 1;
+        envelope_of(pk.bits, pk.data, pk.len, env);
+    }
+    return MPI_SUCCESS;
+}
+
+static int t_improbe(const struct hashi_match *m, int *flag, struct hashi_envelope *env,
+                     struct hashi_message **msg)
+{
+    int rc = check_match(m);
+    *flag = 0;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    hashi_ofi_progress();
+    if (!tg.probe_peek) {
+        struct pulled *p = pulled_find(m, 1);
+        if (!p && rx_settled()) {
+            pull_one(m);
+            p = pulled_find(m, 1);
+        }
+        if (p) {
+            *flag = 1;
+            pulled_envelope(p, env);
+            *msg = (struct hashi_message *)p;
+        }
+        return MPI_SUCCESS;
+    }
+    if (!rx_settled())
+        return MPI_SUCCESS;
+    struct peek *pk = calloc(1, sizeof *pk);
+    if (!pk)
+        return MPI_ERR_NO_MEM;
+    ofi_tb_recv(m->context_id, m->source, m->tag, &pk->bits, &pk->ignore);
+    if (do_peek(pk, 1) == 0 && pk->state == PEEK_FOUND) {
+        *flag = 1;
+        envelope_of(pk->bits, pk->data, pk->len, env);
+        /* The claim receive must name exactly the claimed message's bits. */
+        pk->ignore = 0;
+        *msg = (struct hashi_message *)pk;
+        return MPI_SUCCESS;
+    }
+    free(pk);
+    return MPI_SUCCESS;
+}
+
+static int t_imrecv(struct MPI_ABI_Request *req, struct hashi_message *msg)
+{
+    struct trecv *r = trecv_of(req);
+    r->error = 0;
+    r->at_provider = 0;
+    r->use_tiny = req->dev_bytes < sizeof r->tiny;
+    if (!tg.probe_peek) {
+        struct pulled *p = (struct pulled *)msg;
+        deliver(req, p->bits, p->data, p->bytes, p->len, 0);
+        free(p);
+        return MPI_SUCCESS;
+    }
+    struct peek *pk = (struct peek *)msg;
+    pk->req = req;
+    pk->op.cls = &claim_recv_class;
+    hashi_ofi_post(&pk->op);
+    return MPI_SUCCESS;
+}
+
+static int t_cancel_recv(struct MPI_ABI_Request *req)
+{
+    struct trecv *r = trecv_of(req);
+    if (!r->at_provider || r->op.cls != &recv_class)
+        return 0;
+    if (hashi_ofi_unqueue(&r->op)) {
+        trecv_cancelled(req);
+        return 1;
+    }
+    ssize_t rc = fi_cancel(&hashi_ofi.ep->fid, &r->op.ctx);
+    if (rc != 0) {
+        hashi_ofi_warn("fi_cancel", rc);
+        return 0;
+    }
+    /* Providers write the FI_ECANCELED completion from fi_cancel itself. */
+    hashi_ofi_progress();
+    return hashi_request_is_complete(req) && hashi_status_cancelled(&req->status);
+}
+
+static int t_progress(void)
+{
+    return hashi_ofi_progress();
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+int hashi_ofi_tagged_init(char *err, size_t errlen)
+{
+    const struct fi_info *info = hashi_ofi.info;
+    memset(&tg, 0, sizeof tg);
+    if (!hashi_ofi.has_rma) {
+        snprintf(err, errlen, "ofi device: provider %s has no RMA reads, which tagged matching needs for "
+                 "rendezvous; use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name);
+        return -1;
+    }
+    if (info->domain_attr->cq_data_size < 8) {
+        snprintf(err, errlen, "ofi device: provider %s carries %zu bytes of remote CQ data, tagged matching needs 8; "
+                 "use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name, info->domain_attr->cq_data_size);
+        return -1;
+    }
+    uint64_t fmt = info->ep_attr->mem_tag_format;
+    if (fmt && !(fmt >> 63)) {
+        snprintf(err, errlen, "ofi device: provider %s matches fewer than 64 tag bits (format %#llx); "
+                 "use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name, (unsigned long long)fmt);
+        return -1;
+    }
+    if (hashi_job.size - 1 > OFI_MAX_CTRL_WORLD) {
+        snprintf(err, errlen, "ofi device: tagged matching carries at most %d ranks; use HASHI_OFI_MATCHING=core",
+                 OFI_MAX_CTRL_WORLD + 1);
+        return -1;
+    }
+    /* An RTS must fit every eager buffer: eager limits start at its size. */
+    if (hashi_ofi.eager_limit < RTS_SIZE)
+        hashi_ofi.eager_limit = RTS_SIZE;
+    tg.bounce_size = hashi_ofi.eager_limit;
+    hashi_cookies_init(&tg.cookies);
+    hashi_device_ofi.p2p = (struct hashi_device_p2p_ops){
+        .isend = t_isend,
+        .irecv = t_irecv,
+        .iprobe = t_iprobe,
+        .improbe = t_improbe,
+        .imrecv = t_imrecv,
+        .cancel_recv = t_cancel_recv,
+        .cancel_send = NULL,
+        .progress = t_progress,
+        .eager_limit = hashi_ofi.eager_limit,
+        .tag_ub = OFI_TAG_UB,
+    };
+    return 0;
+}
+
+/* Send a message to ourselves and peek at it: FI_PEEK works if it is still
+ * there afterwards. Returns 1 (peek works), 0 (it consumed), -1 (no answer). */
+static int peek_selftest(void)
+{
+    static const char probe_text[8] = "hashi!?";
+    uint64_t bits = ofi_tb_ctrl(OFI_CTRL_SELFTEST, hashi_job.rank, 0);
+    if (send_copied(hashi_job.rank, bits, probe_text, sizeof probe_text, 0, 0) != MPI_SUCCESS)
+        return -1;
+    struct peek pk;
+    int works = -1;
+    for (int attempt = 0; attempt < 100000 && works < 0; attempt++) {
+        pk.bits = bits;
+        pk.ignore = 0;
+        if (do_peek(&pk, 0) != 0)
+            continue;
+        if (pk.state == PEEK_FOUND)
+            works = pk.len == sizeof probe_text;
+        else if (pk.state == PEEK_CONSUMED)
+            return 0;
+        else
+            hashi_ofi_progress();
+    }
+    if (works < 0)
+        return -1;
+    /* Take the message out again. */
+    char sink[sizeof probe_text];
+    struct peek rx = { .bits = bits, .ignore = 0 };
+    rx.op.cls = &peek_class;
+    rx.state = PEEK_WAITING;
+    ssize_t rc;
+    do {
+        rc = fi_trecv(hashi_ofi.ep, sink, sizeof sink, NULL, FI_ADDR_UNSPEC, bits, 0, &rx.op.ctx);
+        if (rc == -FI_EAGAIN)
+            hashi_ofi_progress();
+    } while (rc == -FI_EAGAIN);
+    if (rc != 0)
+        return -1;
+    while (rx.state == PEEK_WAITING)
+        hashi_ofi_progress();
+    return works;
+}
+
+int hashi_ofi_tagged_connect(char *err, size_t errlen)
+{
+    const char *mode = hashi_param_str(HASHI_P_OFI_PROBE);
+    if (strcasecmp(mode, "peek") == 0) {
+        tg.probe_peek = 1;
+    } else if (strcasecmp(mode, "recv") == 0) {
+        tg.probe_peek = 0;
+    } else {
+        int works = peek_selftest();
+        if (works < 0) {
+            snprintf(err, errlen, "ofi device: provider %s did not deliver a message to its own endpoint "
+                     "(start-up FI_PEEK test)", hashi_ofi.info->fabric_attr->prov_name);
+            return -1;
+        }
+        tg.probe_peek = works;
+    }
+    if (!tg.probe_peek) {
+        /* Every message the provider carries fits: eager data or an RTS. */
+        tg.probe.len = hashi_ofi.peer_eager_max > RTS_SIZE ? hashi_ofi.peer_eager_max : RTS_SIZE;
+        tg.probe.buf = malloc(tg.probe.len);
+        if (!tg.probe.buf) {
+            snprintf(err, errlen, "ofi device: out of memory");
+            return -1;
+        }
+    }
+    HASHI_DEBUG(1, "ofi device: tagged matching, eager up to %zu bytes (inject %zu), probe by %s",
+                hashi_ofi.eager_limit, hashi_ofi.inject_size, tg.probe_peek ? "FI_PEEK" : "receive");
+    return 0;
+}
+
+void hashi_ofi_tagged_finalize(void)
+{
+    while (tg.bounce_free) {
+        struct bounce *b = tg.bounce_free;
+        tg.bounce_free = b->next_free;
+        free(b);
+    }
+    while (tg.pulled_head) {
+        struct pulled *p = tg.pulled_head;
+        tg.pulled_head = p->next;
+        free(p);
+    }
+    free(tg.probe.buf);
+    hashi_cookies_destroy(&tg.cookies);
+    memset(&tg, 0, sizeof tg);
+}
