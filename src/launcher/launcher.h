@@ -28,6 +28,12 @@
 
 /* SIGTERM to the job, then SIGKILL to what is left after this long. */
 #define KILL_GRACE_MS 100
+/* After MPI_Abort, how long the aborting rank has to exit by itself before the kill. */
+#define ABORT_EXIT_WAIT_MS 50
+/* How long ending a job waits for PMIx to drop the namespace (normally < 1 ms). */
+#define FORGET_JOB_WAIT_MS 200
+/* PMIx_server_finalize takes a few ms (about 100 under valgrind): past this it is stuck. */
+#define FINALIZE_WATCHDOG_MS 2000
 /* After SIGKILL, stop waiting for ranks stuck in the kernel after this long. */
 #define KILL_GIVE_UP_MS 2000
 
@@ -109,7 +115,7 @@ struct job_ids {
     char key[17];               /* HASHI_JOB_KEY: 64 random bits in hex */
 };
 
-int job_ids_create(struct job_ids *ids, char *err, size_t errlen);
+int job_ids_create(struct job_ids *ids, char *err, size_t errlen) __attribute__((nonnull));
 /* Remove the job directory tree and /dev/shm/<name>* (async-signal-safe enough for the reaper). */
 void job_ids_cleanup(const char *dir, const char *shm_prefix);
 
@@ -158,6 +164,8 @@ int server_event_fd(void);
 /* Take every queued event, oldest first (the caller frees them). */
 struct upcall_event *server_take_events(void);
 void upcall_event_free(struct upcall_event *ev);
+/* Drop the job's namespace before its ranks are killed (waits at most wait_ms). */
+void server_forget_job(int wait_ms);
 void server_stop(void);
 
 /* ---- spawn.c: binding and forking the ranks ---- */
@@ -288,6 +296,7 @@ struct job {
     int64_t kill_deadline_ms;
     int64_t give_up_deadline_ms;
     int64_t timeout_deadline_ms;
+    int64_t abort_deadline_ms;  /* the aborting rank's time to exit on its own */
     int forwarded_signals;
 
     struct job_failure failure;

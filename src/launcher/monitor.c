@@ -11,6 +11,7 @@
 #include "launcher/launcher.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -104,8 +105,15 @@ void job_terminate(struct job *job)
     if (job->terminating)
         return;
     job->terminating = true;
+    job->abort_deadline_ms = 0;
     launcher_log("ending the job: SIGTERM, SIGKILL in %d ms", KILL_GRACE_MS);
     stdin_forward_stop(job);
+    /*
+     * The namespace goes before any rank dies of our signal: see
+     * server_forget_job. (Stopping the ranks meanwhile would be worse: PMIx
+     * reads a connecting client's handshake with blocking reads.)
+     */
+    server_forget_job(FORGET_JOB_WAIT_MS);
     signal_job(job, SIGTERM);
     job->kill_deadline_ms = monotonic_ms() + KILL_GRACE_MS;
 }
@@ -131,8 +139,14 @@ static void handle_upcalls(struct job *job)
             break;
         case UPCALL_ABORT:
             launcher_log("rank %u: PMIx_Abort with status %d", ev->rank, ev->status);
+            /*
+             * PMIx is still sending the rank its answer: killing it now makes
+             * PMIx 4.2.2 close the socket under a pending write. MPI_Abort
+             * exits right after the answer; the job ends when it has (or
+             * ABORT_EXIT_WAIT_MS later).
+             */
             if (job_fail(job, FAIL_ABORT, ev->rank, rp->pid, ev->status, ev->msg))
-                job_terminate(job);
+                job->abort_deadline_ms = monotonic_ms() + ABORT_EXIT_WAIT_MS;
             break;
         case UPCALL_FENCE:
             launcher_log("fence completed by the host (%d bytes)", ev->status);
@@ -195,7 +209,7 @@ static void rank_exited(struct job *job, unsigned r, int status)
         else if (rp->connected && !rp->finalized)
             failed = job_fail(job, FAIL_NO_FINALIZE, r, rp->pid, 0, NULL);
     }
-    if (failed)
+    if (failed || (job->failure.kind == FAIL_ABORT && job->failure.rank == r))
         job_terminate(job);
 }
 
@@ -259,6 +273,10 @@ static void handle_signals(struct job *job)
 
 static void check_deadlines(struct job *job, int64_t now)
 {
+    if (job->abort_deadline_ms && now >= job->abort_deadline_ms) {
+        job->abort_deadline_ms = 0;
+        job_terminate(job);
+    }
     if (job->timeout_deadline_ms && now >= job->timeout_deadline_ms) {
         job->timeout_deadline_ms = 0;
         if (job_fail(job, FAIL_TIMEOUT, 0, 0, EXIT_TIMEOUT, NULL)) {
@@ -279,14 +297,16 @@ static void check_deadlines(struct job *job, int64_t now)
 static int poll_timeout(const struct job *job, int64_t now)
 {
     int64_t next = 0;
-    const int64_t deadlines[] = { job->timeout_deadline_ms, job->kill_deadline_ms,
-                                  job->give_up_deadline_ms };
+    const int64_t deadlines[] = { job->timeout_deadline_ms, job->abort_deadline_ms,
+                                  job->kill_deadline_ms, job->give_up_deadline_ms };
     for (size_t i = 0; i < sizeof deadlines / sizeof deadlines[0]; i++)
         if (deadlines[i] && (next == 0 || deadlines[i] < next))
             next = deadlines[i];
     if (next == 0)
         return -1;
-    return next <= now ? 0 : (int)(next - now);
+    if (next <= now)
+        return 0;
+    return next - now > INT_MAX ? INT_MAX : (int)(next - now);
 }
 
 enum poll_slot_kind { SLOT_SIGNALS, SLOT_UPCALLS, SLOT_STDIN_IN, SLOT_STDIN_OUT, SLOT_STREAM };
@@ -302,11 +322,10 @@ void job_monitor(struct job *job)
     size_t cap = 4 + (size_t)job->nranks * STREAM_COUNT;
     struct pollfd *pfds = calloc(cap, sizeof *pfds);
     struct poll_slot *slots = calloc(cap, sizeof *slots);
-    if (!pfds || !slots || index_pids(job) != 0) {
+    /* Out of memory: still end and reap the ranks, by blocking waits on the rank table. */
+    bool degraded = !pfds || !slots || index_pids(job) != 0;
+    if (degraded)
         job_fail(job, FAIL_LAUNCH, 0, 0, EXIT_LAUNCH_ERROR, "out of memory");
-        job_terminate(job);
-        /* Still reap below, without the index: by pid through the rank table. */
-    }
 
     if (job->failure.kind != FAIL_NONE)
         job_terminate(job);                 /* a launch failure: end what did start */
@@ -316,8 +335,7 @@ void job_monitor(struct job *job)
         launcher_log("all %u ranks started", job->nranks);
 
     while (job->running > 0) {
-        if (!pfds || !slots) {
-            /* Degraded mode after an allocation failure: block on the next child. */
+        if (degraded) {
             int status;
             pid_t pid = waitpid(-1, &status, 0);
             if (pid < 0)

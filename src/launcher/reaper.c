@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct reaper_state {
@@ -157,4 +158,8 @@ void reaper_dismiss(struct reaper *r)
     if (r->fd >= 0)
         close(r->fd);
     r->fd = -1;
+    /* It exits at once; reap it rather than leave a zombie to whichever init adopts it. */
+    if (r->pid > 0)
+        waitpid(r->pid, NULL, 0);
+    r->pid = -1;
 }

@@ -70,20 +70,6 @@ static void context_pool_put(uint32_t context_id)
 
 /* ---- point-to-point on the internal context ---- */
 
-/* INTEGRATION: weak while the point-to-point layer lands in parallel (the
- * lead's convention of init.c); one-member communicators need none of it. */
-#pragma weak hashi_isend_internal
-#pragma weak hashi_irecv_internal
-#pragma weak hashi_wait_internal
-#pragma weak hashi_waitall_internal
-#pragma weak hashi_p2p_tag_ub
-#pragma weak hashi_p2p_comm_destroyed
-
-static int p2p_missing(void)
-{
-    return !hashi_isend_internal || !hashi_irecv_internal || !hashi_wait_internal || !hashi_waitall_internal;
-}
-
 /*
  * Send to dest and receive from source at once (both may be the same peer).
  * The send is posted first: if posting the receive fails there is only a send
@@ -94,8 +80,6 @@ static int exchange(struct MPI_ABI_Comm *c, int tag, const void *sbuf, size_t sb
 {
     uint32_t context = hashi_comm_coll_context(c);
     struct MPI_ABI_Request *reqs[2];
-    if (p2p_missing())
-        return MPI_ERR_INTERN;
     int rc = hashi_isend_internal(sbuf, (MPI_Count)sbytes, MPI_BYTE, dest, tag, c, context, &reqs[0]);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -110,8 +94,6 @@ static int exchange(struct MPI_ABI_Comm *c, int tag, const void *sbuf, size_t sb
 static int send_internal(struct MPI_ABI_Comm *c, int tag, const void *buf, size_t bytes, int dest)
 {
     struct MPI_ABI_Request *req;
-    if (p2p_missing())
-        return MPI_ERR_INTERN;
     int rc = hashi_isend_internal(buf, (MPI_Count)bytes, MPI_BYTE, dest, tag, c, hashi_comm_coll_context(c), &req);
     return rc != MPI_SUCCESS ? rc : hashi_wait_internal(req, MPI_STATUS_IGNORE);
 }
@@ -119,8 +101,6 @@ static int send_internal(struct MPI_ABI_Comm *c, int tag, const void *buf, size_
 static int recv_internal(struct MPI_ABI_Comm *c, int tag, void *buf, size_t bytes, int source)
 {
     struct MPI_ABI_Request *req;
-    if (p2p_missing())
-        return MPI_ERR_INTERN;
     int rc = hashi_irecv_internal(buf, (MPI_Count)bytes, MPI_BYTE, source, tag, c, hashi_comm_coll_context(c), &req);
     return rc != MPI_SUCCESS ? rc : hashi_wait_internal(req, MPI_STATUS_IGNORE);
 }
@@ -254,8 +234,7 @@ void hashi_comm_release(struct MPI_ABI_Comm *c)
     if (atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel) != 1)
         return;
     /* The last pending operation is done: nothing can match this context any more. */
-    if (hashi_p2p_comm_destroyed)
-        hashi_p2p_comm_destroyed(c);
+    hashi_p2p_comm_destroyed(c);
     context_pool_put(c->context_id);
     hashi_group_release(c->group);
     hashi_errhandler_release(c->errhandler);
@@ -608,7 +587,7 @@ static int comm_get_attr(const char *func, MPI_Comm comm, int keyval, void *attr
     const int *value = NULL;
     switch (keyval) {
     case MPI_TAG_UB:
-        attr_tag_ub = hashi_p2p_tag_ub ? hashi_p2p_tag_ub() : HASHI_TAG_UB;
+        attr_tag_ub = hashi_p2p_tag_ub();
         value = &attr_tag_ub;
         break;
     case MPI_HOST:

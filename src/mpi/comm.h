@@ -22,10 +22,6 @@
 #define HASHI_TAG_SPLIT        (HASHI_TAG_COMM_FIRST + 2)  /* MPI_Comm_split: (color, key) allgather */
 #define HASHI_TAG_COMM_LAST    0x7fffff
 
-/* The largest tag every device carries (MPI_TAG_UB unless the point-to-point
- * layer reports the device's own, larger, limit). */
-#define HASHI_TAG_UB ((1 << 23) - 1)
-
 /* Context ids are 16 bits (the ofi device's match bits) and come in pairs. */
 #define HASHI_CONTEXT_ID_BITS 16
 #define HASHI_CONTEXT_WORLD 0u

@@ -45,10 +45,18 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < NSIZES; s++) {
             size_t n = sizes[s];
             const int base = 10 * (int)s, tags[] = { base + 1, base + 2, base + 3, base + 3, base + 4 };
+            /* Nonblocking: the second tag-3 message must go out while the
+             * first, matched by MPI_Mprobe, waits for its MPI_Mrecv. */
+            MPI_Request reqs[5];
+            unsigned char *bufs[5];
             for (int k = 0; k < 5; k++) {
-                payload_fill(buf, n, rank, tags[k], (int)s * 10 + k);
-                CHECK_MPI(MPI_Send(buf, (int)n, MPI_BYTE, 0, tags[k], MPI_COMM_WORLD));
+                bufs[k] = malloc(n ? n : 1);
+                payload_fill(bufs[k], n, rank, tags[k], (int)s * 10 + k);
+                CHECK_MPI(MPI_Isend(bufs[k], (int)n, MPI_BYTE, 0, tags[k], MPI_COMM_WORLD, &reqs[k]));
             }
+            CHECK_MPI(MPI_Waitall(5, reqs, MPI_STATUSES_IGNORE));
+            for (int k = 0; k < 5; k++)
+                free(bufs[k]);
         }
     } else {
         for (size_t s = 0; s < NSIZES; s++) {

@@ -45,7 +45,7 @@ struct ofi_queue {
     struct ofi_op *head, *tail;
 };
 
-enum ofi_matching { OFI_MATCH_TAGGED, OFI_MATCH_CORE };
+enum ofi_matching { OFI_MATCH_TAGGED, OFI_MATCH_CORE, OFI_MATCH_AUTO };
 
 struct hashi_ofi {
     struct fi_info *info_list;   /* everything fi_getinfo offered */
@@ -56,8 +56,11 @@ struct hashi_ofi {
     struct fid_av *av;
     struct fid_ep *ep;
     fi_addr_t *peers;            /* by world rank */
+    fi_addr_t self_addr;         /* this endpoint, inserted by the start-up check */
+    int have_self_addr;
 
-    enum ofi_matching matching;
+    enum ofi_matching matching;  /* as decided at init (never AUTO afterwards) */
+    int probe_peek;              /* FI_PEEK leaves messages in place (start-up check) */
     size_t inject_size;          /* provider's inject limit */
     size_t eager_limit;          /* this rank's HASHI_OFI_EAGER_LIMIT (as used) */
     size_t peer_eager_max;       /* the largest eager limit of any rank */
@@ -94,6 +97,13 @@ int hashi_ofi_mr_reg(void *buf, size_t len, struct fid_mr **mr, uint64_t *raddr,
 
 /* Report a failed libfabric call once per kind, with the error text. */
 void hashi_ofi_warn(const char *what, ssize_t rc);
+
+/*
+ * Check the provider's tag matching on the fresh endpoint (ofi_selftest.c):
+ * *wildcard_ok if a receive with ignore bits matches a message that arrived
+ * before it, *peek_ok if FI_PEEK leaves the message in place. 0, or -1 with err.
+ */
+int hashi_ofi_selftest(int *wildcard_ok, int *peek_ok, char *err, size_t errlen);
 
 /* Mode entry points: set hashi_device_ofi.p2p in init, finish wire-up in connect. */
 int hashi_ofi_tagged_init(char *err, size_t errlen);

@@ -381,13 +381,6 @@ int hashi_ofi_am_init(char *err, size_t errlen)
         .progress = am_progress,
     };
     am.rbuf_size = 8 * max_send > RBUF_MIN_SIZE ? 8 * max_send : RBUF_MIN_SIZE;
-    /* Every message must fit the space left in a buffer, or the provider
-     * releases the buffer and takes the next one. */
-    int rc = fi_setopt(&hashi_ofi.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &max_send, sizeof max_send);
-    if (rc) {
-        snprintf(err, errlen, "ofi device: setting FI_OPT_MIN_MULTI_RECV failed: %s", fi_strerror(-rc));
-        return -1;
-    }
     const char *rndv = hashi_param_str(HASHI_P_OFI_CORE_RNDV);
     enum hashi_am_rndv mode = strcasecmp(rndv, "get") == 0       ? HASHI_AM_RNDV_GET
                               : strcasecmp(rndv, "chunked") == 0 ? HASHI_AM_RNDV_CHUNKED
@@ -400,6 +393,15 @@ int hashi_ofi_am_init(char *err, size_t errlen)
 
 int hashi_ofi_am_connect(char *err, size_t errlen)
 {
+    /* Every message must fit the space left in a buffer, or the provider
+     * releases the buffer and takes the next one. (After fi_enable: shm in
+     * libfabric 1.17 crashes on this option before.) */
+    size_t min_free = am.ops.max_send;
+    int rc = fi_setopt(&hashi_ofi.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free, sizeof min_free);
+    if (rc) {
+        snprintf(err, errlen, "ofi device: setting FI_OPT_MIN_MULTI_RECV failed: %s", fi_strerror(-rc));
+        return -1;
+    }
     for (int i = 0; i < RBUF_COUNT; i++) {
         struct rbuf *rb = &am.rbufs[i];
         rb->buf = malloc(am.rbuf_size);

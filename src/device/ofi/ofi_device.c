@@ -6,6 +6,7 @@
  */
 #include "device/device.h"
 #include "device/ofi/ofi.h"
+#include "device/ofi/ofi_tagbits.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
@@ -22,6 +23,7 @@
 
 #define OFI_ADDR_KEY "hashi.ofi.addr"
 #define OFI_BLOB_MAGIC 0x4f464931u /* "OFI1" */
+#define OFI_MIN_EAGER sizeof(struct ofi_rts)
 
 /* What each rank publishes: its endpoint address and the settings peers
  * must agree on (matching mode) or size their buffers by (eager limit). */
@@ -49,21 +51,21 @@ void hashi_ofi_warn(const char *what, ssize_t rc)
 
 /* ------------------------------------------------------------ provider */
 
-static struct fi_info *make_hints(int with_rma)
+static struct fi_info *make_hints(enum ofi_matching want, int with_rma)
 {
     struct fi_info *hints = fi_allocinfo();
     if (!hints)
         return NULL;
     hints->caps = FI_MSG;
-    if (hashi_ofi.matching == OFI_MATCH_TAGGED)
+    if (want != OFI_MATCH_CORE)
         hints->caps |= FI_TAGGED;
-    else
+    if (want != OFI_MATCH_TAGGED)
         hints->caps |= FI_MULTI_RECV;
     if (with_rma)
         hints->caps |= FI_RMA | FI_READ | FI_REMOTE_READ;
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    if (!getenv("XTEST_NOTD")) hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->domain_attr->av_type = FI_AV_TABLE;
     /* Modes the device handles: remote addresses either virtual or offsets,
      * keys chosen by the provider or by us; it registers only its own
@@ -99,13 +101,13 @@ static struct fi_info *choose(struct fi_info *list)
     return list;
 }
 
-static int get_info(char *err, size_t errlen)
+static int get_info(enum ofi_matching want, char *err, size_t errlen)
 {
     const char *prov = getenv("FI_PROVIDER");
     int rc = -FI_ENODATA;
-    /* RMA first (rendezvous reads); the core's chunked rendezvous works without. */
+    /* RMA first (rendezvous reads); core matching's chunked rendezvous works without. */
     for (int with_rma = 1; with_rma >= 0; with_rma--) {
-        struct fi_info *hints = make_hints(with_rma);
+        struct fi_info *hints = make_hints(want, with_rma);
         if (!hints) {
             snprintf(err, errlen, "ofi device: out of memory");
             return -1;
@@ -117,12 +119,13 @@ static int get_info(char *err, size_t errlen)
             break;
         }
         hashi_ofi.info_list = NULL;
-        if (hashi_ofi.matching == OFI_MATCH_TAGGED)
+        if (want == OFI_MATCH_TAGGED)
             break;  /* tagged matching needs fi_read for its rendezvous */
     }
     if (!hashi_ofi.info_list) {
-        const char *needs = hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
-                                                                   : "RDM endpoints with multi-receive buffers";
+        const char *needs = want == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
+                          : want == OFI_MATCH_CORE   ? "RDM endpoints with multi-receive buffers"
+                                                     : "tagged RDM endpoints with multi-receive buffers";
         if (prov)
             snprintf(err, errlen,
                      "ofi device: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the "
@@ -139,10 +142,67 @@ static int get_info(char *err, size_t errlen)
     return 0;
 }
 
-static int read_params(char *err, size_t errlen)
+/*
+ * Tagged matching needs the provider to match unexpected messages against
+ * wildcard receives (start-up check). auto takes tagged when it can, else
+ * core; an explicit tagged request the provider cannot serve is an error.
+ */
+static int decide_matching(enum ofi_matching want, char *err, size_t errlen)
 {
-    hashi_ofi.matching = strcasecmp(hashi_param_str(HASHI_P_OFI_MATCHING), "core") == 0 ? OFI_MATCH_CORE
-                                                                                       : OFI_MATCH_TAGGED;
+    const char *prov = hashi_ofi.info->fabric_attr->prov_name;
+    if (want == OFI_MATCH_CORE) {
+        hashi_ofi.matching = OFI_MATCH_CORE;
+        return 0;
+    }
+    /* What tagged matching needs besides working wildcards. */
+    char why[160] = "";
+    uint64_t fmt = hashi_ofi.info->ep_attr->mem_tag_format;
+    if (!hashi_ofi.has_rma)
+        snprintf(why, sizeof why, "RMA reads (for its rendezvous)");
+    else if (hashi_ofi.info->domain_attr->cq_data_size < 8)
+        snprintf(why, sizeof why, "8 bytes of remote CQ data");
+    else if (fmt && !(fmt >> 63))
+        snprintf(why, sizeof why, "64 tag bits (its format is %#llx)", (unsigned long long)fmt);
+    else if (hashi_job.size - 1 > OFI_MAX_CTRL_WORLD)
+        snprintf(why, sizeof why, "room for more than %d ranks in its tag bits", OFI_MAX_CTRL_WORLD + 1);
+    if (why[0]) {
+        if (want == OFI_MATCH_TAGGED) {
+            snprintf(err, errlen, "ofi device: provider %s lacks %s, which HASHI_OFI_MATCHING=tagged needs; "
+                     "use HASHI_OFI_MATCHING=core", prov, why);
+            return -1;
+        }
+        HASHI_DEBUG(1, "ofi device: provider %s lacks %s: using core matching", prov, why);
+        hashi_ofi.matching = OFI_MATCH_CORE;
+        return 0;
+    }
+    int wildcard_ok, peek_ok;
+    if (hashi_ofi_selftest(&wildcard_ok, &peek_ok, err, errlen) != 0)
+        return -1;
+    hashi_ofi.probe_peek = peek_ok;
+    if (wildcard_ok) {
+        hashi_ofi.matching = OFI_MATCH_TAGGED;
+        return 0;
+    }
+    if (want == OFI_MATCH_TAGGED) {
+        snprintf(err, errlen,
+                 "ofi device: provider %s (libfabric %u.%u) does not match messages that arrived before their "
+                 "receive when the receive has wildcards (MPI_ANY_SOURCE, MPI_ANY_TAG), so HASHI_OFI_MATCHING=tagged "
+                 "cannot run on it; use HASHI_OFI_MATCHING=core (or auto), or another FI_PROVIDER",
+                 prov, FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+        return -1;
+    }
+    HASHI_DEBUG(1, "ofi device: provider %s cannot match unexpected messages against wildcard receives: "
+                "using core matching", prov);
+    hashi_ofi.matching = OFI_MATCH_CORE;
+    return 0;
+}
+
+static int read_params(enum ofi_matching *want, char *err, size_t errlen)
+{
+    const char *m = hashi_param_str(HASHI_P_OFI_MATCHING);
+    *want = strcasecmp(m, "core") == 0     ? OFI_MATCH_CORE
+          : strcasecmp(m, "tagged") == 0   ? OFI_MATCH_TAGGED
+                                           : OFI_MATCH_AUTO;
     int64_t eager = hashi_param_int(HASHI_P_OFI_EAGER_LIMIT);
     int64_t max_msg = hashi_param_int(HASHI_P_OFI_MAX_MSG);
     if (eager < 0 || eager > (1 << 30)) {
@@ -153,20 +213,19 @@ static int read_params(char *err, size_t errlen)
         snprintf(err, errlen, "ofi device: HASHI_OFI_MAX_MSG=%lld is too small (at least 4k)", (long long)max_msg);
         return -1;
     }
-    hashi_ofi.eager_limit = (size_t)eager;
+    /* A floor of 32 bytes: a rendezvous request must fit an eager buffer. */
+    hashi_ofi.eager_limit = eager < OFI_MIN_EAGER ? OFI_MIN_EAGER : (size_t)eager;
     hashi_ofi.max_xfer = (size_t)max_msg;
     return 0;
 }
 
 static int ofi_init(char *err, size_t errlen)
 {
+    enum ofi_matching want;
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
-    if (read_params(err, errlen) != 0 || get_info(err, errlen) != 0)
+    if (read_params(&want, err, errlen) != 0 || get_info(want, err, errlen) != 0)
         return -1;
     struct fi_info *info = hashi_ofi.info;
-    HASHI_DEBUG(1, "ofi device: provider %s, fabric %s, %s matching%s", info->fabric_attr->prov_name,
-                info->fabric_attr->name, hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged" : "core",
-                hashi_ofi.has_rma ? "" : ", no RMA");
 
     hashi_ofi.inject_size = info->tx_attr->inject_size;
     if (info->ep_attr->max_msg_size && info->ep_attr->max_msg_size < hashi_ofi.max_xfer)
@@ -192,11 +251,15 @@ static int ofi_init(char *err, size_t errlen)
         return fi_fail(err, errlen, "fi_ep_bind(cq)", rc);
     if ((rc = fi_ep_bind(hashi_ofi.ep, &hashi_ofi.av->fid, 0)))
         return fi_fail(err, errlen, "fi_ep_bind(av)", rc);
-    if (hashi_ofi.matching == OFI_MATCH_CORE && hashi_ofi_am_init(err, errlen) != 0)
-        return -1;  /* sets endpoint options, which must precede fi_enable */
     if ((rc = fi_enable(hashi_ofi.ep)))
         return fi_fail(err, errlen, "fi_enable", rc);
-    if (hashi_ofi.matching == OFI_MATCH_TAGGED && hashi_ofi_tagged_init(err, errlen) != 0)
+    if (decide_matching(want, err, errlen) != 0)
+        return -1;
+    HASHI_DEBUG(1, "ofi device: provider %s, fabric %s, %s matching%s", info->fabric_attr->prov_name,
+                info->fabric_attr->name, hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged" : "core",
+                hashi_ofi.has_rma ? "" : ", no RMA");
+    rc = hashi_ofi.matching == OFI_MATCH_TAGGED ? hashi_ofi_tagged_init(err, errlen) : hashi_ofi_am_init(err, errlen);
+    if (rc != 0)
         return -1;
 
     struct ofi_blob blob = { .magic = OFI_BLOB_MAGIC, .matching = hashi_ofi.matching,
@@ -220,7 +283,7 @@ static int ofi_connect(char *err, size_t errlen)
         return -1;
     }
     hashi_ofi.peer_eager_max = hashi_ofi.eager_limit;
-    /* Insert every address in rank order so fi_addr_t r means rank r. */
+    /* Insert every address; peers[] maps world ranks to what the AV returned. */
     for (int r = 0; r < hashi_job.size; r++) {
         void *data = NULL;
         size_t len = 0;
@@ -246,6 +309,10 @@ static int ofi_connect(char *err, size_t errlen)
         }
         if (blob.eager_limit > hashi_ofi.peer_eager_max)
             hashi_ofi.peer_eager_max = (size_t)blob.eager_limit;
+        if (r == hashi_job.rank && hashi_ofi.have_self_addr) {
+            hashi_ofi.peers[r] = hashi_ofi.self_addr;
+            continue;
+        }
         int n = fi_av_insert(hashi_ofi.av, blob.addr, 1, &hashi_ofi.peers[r], 0, NULL);
         if (n != 1) {
             snprintf(err, errlen, "ofi device: fi_av_insert of rank %d's address failed", r);
@@ -377,6 +444,9 @@ int hashi_ofi_progress(void)
             if (e.err < 0)
                 e.err = -e.err;
             struct ofi_op *op = e.op_context;
+            HASHI_DEBUG(4, "ofi device: error completion of %s: %s, %zu bytes (%zu more), tag %#llx",
+                        op ? op->cls->name : "(none)", fi_strerror(e.err), e.len, e.olen,
+                        (unsigned long long)e.tag);
             if (op)
                 op->cls->complete(op, NULL, &e);
             else

@@ -27,6 +27,9 @@
  *
  * Receives smaller than an RTS land in a 32-byte buffer inside the request
  * (then copied) so an RTS is never truncated and its sender always gets FIN.
+ * Receives smaller than the largest eager message get a second iov into a
+ * shared discard area: the provider never truncates, the device does (it
+ * reports MPI_ERR_TRUNCATE with exactly the bytes that fit).
  */
 #include "device/device.h"
 #include "device/common/cookie.h"
@@ -47,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/uio.h>
 
 
 extern struct hashi_device_ops hashi_device_ofi;
@@ -146,6 +150,11 @@ static struct {
     size_t bounce_size;
     struct pulled *pulled_head, *pulled_tail;
     struct probe_slot probe;
+    /* Where the part of a message beyond a small receive buffer goes, so the
+     * provider never truncates (ofi_rxm 1.17 breaks the connection when it
+     * does, libfabric issue 8274). Written, never read: receives share it. */
+    unsigned char *sink;
+    size_t sink_len;
 } tg;
 
 #define BOUNCE_CACHE_MAX 64
@@ -521,14 +530,12 @@ static void deliver(struct MPI_ABI_Request *req, uint64_t bits, uint64_t data, c
         return;
     }
     size_t n = len;
-    if (copy_from) {
-        if (len > req->dev_bytes) {
-            n = req->dev_bytes;
-            truncated = 1;
-        }
-        if (n)
-            memcpy(req->dev_buf, copy_from, n);
+    if (len > req->dev_bytes) {
+        n = req->dev_bytes;  /* the rest went to the sink, or was never kept */
+        truncated = 1;
     }
+    if (copy_from && n)
+        memcpy(req->dev_buf, copy_from, n);
     if (bits & OFI_TB_SYNC)
         send_answer((int)(data >> 32), OFI_CTRL_ACK, (uint32_t)data);
     trecv_finish(req, n, truncated ? MPI_ERR_TRUNCATE : MPI_SUCCESS);
@@ -541,6 +548,8 @@ static void recv_landed(struct MPI_ABI_Request *req, const struct fi_cq_tagged_e
     struct trecv *r = trecv_of(req);
     const void *from = r->use_tiny ? r->tiny : NULL;
     if (!err) {
+        /* With the tiny buffer only its 32 bytes are worth copying; deliver
+         * still sees the full length to report truncation. */
         deliver(req, e->tag, e->data, from, e->len, 0);
         return;
     }
@@ -549,7 +558,10 @@ static void recv_landed(struct MPI_ABI_Request *req, const struct fi_cq_tagged_e
         return;
     }
     if (err->err == FI_ETRUNC) {
-        deliver(req, err->tag, err->data, from, err->len, 1);
+        /* len is what landed; ofi_rxm reports the message's length instead
+         * (and 0 when it dropped an unexpected message's data): clamp it. */
+        size_t posted = r->use_tiny ? sizeof r->tiny : req->dev_bytes;
+        deliver(req, err->tag, err->data, from, err->len < posted ? err->len : posted, 1);
         return;
     }
     hashi_log("ofi device: a receive failed: %s",
@@ -564,14 +576,31 @@ static void recv_bits(const struct MPI_ABI_Request *req, uint64_t *bits, uint64_
     ofi_tb_recv(req->match.context_id, req->match.source, req->match.tag, bits, ignore);
 }
 
+/* The buffers a receive posts: its own (or the request's tiny buffer), then
+ * the sink up to the largest eager message any rank sends. */
+static size_t recv_iov(struct MPI_ABI_Request *req, struct iovec iov[2])
+{
+    struct trecv *r = trecv_of(req);
+    iov[0].iov_base = r->use_tiny ? r->tiny : req->dev_buf;
+    iov[0].iov_len = r->use_tiny ? sizeof r->tiny : req->dev_bytes;
+    if (iov[0].iov_len >= tg.sink_len)
+        return 1;
+    iov[1].iov_base = tg.sink;
+    iov[1].iov_len = tg.sink_len - iov[0].iov_len;
+    return 2;
+}
+
 static ssize_t recv_post(struct ofi_op *op)
 {
     struct MPI_ABI_Request *req = req_of_dev(op);
     struct trecv *r = trecv_of(req);
     uint64_t bits, ignore;
     recv_bits(req, &bits, &ignore);
-    return fi_trecv(hashi_ofi.ep, r->use_tiny ? r->tiny : req->dev_buf, r->use_tiny ? sizeof r->tiny : req->dev_bytes,
-                    NULL, FI_ADDR_UNSPEC, bits, ignore, &op->ctx);
+    struct iovec iov[2];
+    size_t count = recv_iov(req, iov);
+    HASHI_DEBUG(4, "ofi device: receive of %zu bytes%s, bits %#llx ignore %#llx", req->dev_bytes,
+                r->use_tiny ? " (into the request)" : "", (unsigned long long)bits, (unsigned long long)ignore);
+    return fi_trecvv(hashi_ofi.ep, iov, NULL, count, FI_ADDR_UNSPEC, bits, ignore, &op->ctx);
 }
 
 static void recv_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
@@ -691,12 +720,11 @@ static void pull_one(const struct hashi_match *m)
 
 /* ------------------------------------------------------------- peek */
 
-static ssize_t peek_post_flags(struct peek *pk, uint64_t flags, void *buf, size_t len)
+static ssize_t peek_post_flags(struct peek *pk, uint64_t flags, struct iovec *iov, size_t count)
 {
-    struct iovec iov = { buf, len };
     struct fi_msg_tagged msg = {
-        .msg_iov = len || buf ? &iov : NULL,
-        .iov_count = len || buf ? 1 : 0,
+        .msg_iov = count ? iov : NULL,
+        .iov_count = count,
         .addr = FI_ADDR_UNSPEC,
         .tag = pk->bits,
         .ignore = pk->ignore,
@@ -755,10 +783,9 @@ static int do_peek(struct peek *pk, int claim)
 static ssize_t claim_recv_post(struct ofi_op *op)
 {
     struct peek *pk = container_of(op, struct peek, op);
-    struct MPI_ABI_Request *req = pk->req;
-    struct trecv *r = trecv_of(req);
-    return peek_post_flags(pk, FI_CLAIM, r->use_tiny ? r->tiny : req->dev_buf,
-                           r->use_tiny ? sizeof r->tiny : req->dev_bytes);
+    struct iovec iov[2];
+    size_t count = recv_iov(pk->req, iov);
+    return peek_post_flags(pk, FI_CLAIM, iov, count);
 }
 
 static void claim_recv_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
@@ -933,32 +960,9 @@ static int t_progress(void)
 
 int hashi_ofi_tagged_init(char *err, size_t errlen)
 {
-    const struct fi_info *info = hashi_ofi.info;
+    (void)err;
+    (void)errlen;
     memset(&tg, 0, sizeof tg);
-    if (!hashi_ofi.has_rma) {
-        snprintf(err, errlen, "ofi device: provider %s has no RMA reads, which tagged matching needs for "
-                 "rendezvous; use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name);
-        return -1;
-    }
-    if (info->domain_attr->cq_data_size < 8) {
-        snprintf(err, errlen, "ofi device: provider %s carries %zu bytes of remote CQ data, tagged matching needs 8; "
-                 "use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name, info->domain_attr->cq_data_size);
-        return -1;
-    }
-    uint64_t fmt = info->ep_attr->mem_tag_format;
-    if (fmt && !(fmt >> 63)) {
-        snprintf(err, errlen, "ofi device: provider %s matches fewer than 64 tag bits (format %#llx); "
-                 "use HASHI_OFI_MATCHING=core", info->fabric_attr->prov_name, (unsigned long long)fmt);
-        return -1;
-    }
-    if (hashi_job.size - 1 > OFI_MAX_CTRL_WORLD) {
-        snprintf(err, errlen, "ofi device: tagged matching carries at most %d ranks; use HASHI_OFI_MATCHING=core",
-                 OFI_MAX_CTRL_WORLD + 1);
-        return -1;
-    }
-    /* An RTS must fit every eager buffer: eager limits start at its size. */
-    if (hashi_ofi.eager_limit < RTS_SIZE)
-        hashi_ofi.eager_limit = RTS_SIZE;
     tg.bounce_size = hashi_ofi.eager_limit;
     hashi_cookies_init(&tg.cookies);
     hashi_device_ofi.p2p = (struct hashi_device_p2p_ops){
@@ -976,63 +980,20 @@ int hashi_ofi_tagged_init(char *err, size_t errlen)
     return 0;
 }
 
-/* Send a message to ourselves and peek at it: FI_PEEK works if it is still
- * there afterwards. Returns 1 (peek works), 0 (it consumed), -1 (no answer). */
-static int peek_selftest(void)
-{
-    static const char probe_text[8] = "hashi!?";
-    uint64_t bits = ofi_tb_ctrl(OFI_CTRL_SELFTEST, hashi_job.rank, 0);
-    if (send_copied(hashi_job.rank, bits, probe_text, sizeof probe_text, 0, 0) != MPI_SUCCESS)
-        return -1;
-    struct peek pk;
-    int works = -1;
-    for (int attempt = 0; attempt < 100000 && works < 0; attempt++) {
-        pk.bits = bits;
-        pk.ignore = 0;
-        if (do_peek(&pk, 0) != 0)
-            continue;
-        if (pk.state == PEEK_FOUND)
-            works = pk.len == sizeof probe_text;
-        else if (pk.state == PEEK_CONSUMED)
-            return 0;
-        else
-            hashi_ofi_progress();
-    }
-    if (works < 0)
-        return -1;
-    /* Take the message out again. */
-    char sink[sizeof probe_text];
-    struct peek rx = { .bits = bits, .ignore = 0 };
-    rx.op.cls = &peek_class;
-    rx.state = PEEK_WAITING;
-    ssize_t rc;
-    do {
-        rc = fi_trecv(hashi_ofi.ep, sink, sizeof sink, NULL, FI_ADDR_UNSPEC, bits, 0, &rx.op.ctx);
-        if (rc == -FI_EAGAIN)
-            hashi_ofi_progress();
-    } while (rc == -FI_EAGAIN);
-    if (rc != 0)
-        return -1;
-    while (rx.state == PEEK_WAITING)
-        hashi_ofi_progress();
-    return works;
-}
-
 int hashi_ofi_tagged_connect(char *err, size_t errlen)
 {
     const char *mode = hashi_param_str(HASHI_P_OFI_PROBE);
-    if (strcasecmp(mode, "peek") == 0) {
+    if (strcasecmp(mode, "peek") == 0)
         tg.probe_peek = 1;
-    } else if (strcasecmp(mode, "recv") == 0) {
+    else if (strcasecmp(mode, "recv") == 0)
         tg.probe_peek = 0;
-    } else {
-        int works = peek_selftest();
-        if (works < 0) {
-            snprintf(err, errlen, "ofi device: provider %s did not deliver a message to its own endpoint "
-                     "(start-up FI_PEEK test)", hashi_ofi.info->fabric_attr->prov_name);
-            return -1;
-        }
-        tg.probe_peek = works;
+    else
+        tg.probe_peek = hashi_ofi.probe_peek;
+    tg.sink_len = hashi_ofi.peer_eager_max > RTS_SIZE ? hashi_ofi.peer_eager_max : RTS_SIZE;
+    tg.sink = malloc(tg.sink_len);
+    if (!tg.sink) {
+        snprintf(err, errlen, "ofi device: out of memory");
+        return -1;
     }
     if (!tg.probe_peek) {
         /* Every message the provider carries fits: eager data or an RTS. */
@@ -1061,6 +1022,7 @@ void hashi_ofi_tagged_finalize(void)
         free(p);
     }
     free(tg.probe.buf);
+    free(tg.sink);
     hashi_cookies_destroy(&tg.cookies);
     memset(&tg, 0, sizeof tg);
 }

@@ -159,13 +159,15 @@ static int recv_wait(const char *func, struct MPI_ABI_Request *req, MPI_Status *
 {
     hashi_progress_wait(req);
     MPI_Request handle = req;
-    struct MPI_ABI_Comm *c = req->comm;
-    hashi_comm_retain(c);
+    struct MPI_ABI_Comm *c = req->comm;   /* NULL for MPI_MESSAGE_NO_PROC */
+    if (c)
+        hashi_comm_retain(c);
     MPI_Status st = req->status;
     int rc = p2p_request_finish(&handle, status);
     if (rc != MPI_SUCCESS)
         rc = p2p_raise_request_error(func, c, rc, &st);
-    hashi_comm_release(c);
+    if (c)
+        hashi_comm_release(c);
     return rc;
 }
 
