@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Every message starts "mpirun: ", also when invoked as mpiexec (tests match it). */
 #define LAUNCHER_NAME "mpirun"
 
 /* Upper bound on -n: far beyond one node, small enough for pid and fd tables. */
@@ -32,7 +33,7 @@
 #define ABORT_EXIT_WAIT_MS 50
 /* How long ending a job waits for PMIx to drop the namespace (normally < 1 ms). */
 #define FORGET_JOB_WAIT_MS 200
-/* PMIx_server_finalize takes a few ms (about 100 under valgrind): past this it is stuck. */
+/* PMIx_server_finalize takes a few ms (a few hundred under valgrind): past this it is stuck. */
 #define FINALIZE_WATCHDOG_MS 2000
 /* After SIGKILL, stop waiting for ranks stuck in the kernel after this long. */
 #define KILL_GIVE_UP_MS 2000
@@ -220,7 +221,6 @@ struct rank_proc {
     enum rank_state state;
     bool connected;             /* PMIx_Init reached the server */
     bool finalized;             /* PMIx_Finalize reached the server */
-    int wait_status;
     bool bound;
     cpu_set_t cpus;             /* affinity applied in the child when bound */
     struct out_stream out[STREAM_COUNT];
@@ -305,7 +305,7 @@ struct job {
 /* Record the job's first failure (later ones are consequences). True if recorded. */
 bool job_fail(struct job *job, enum failure_kind kind, unsigned rank, pid_t pid, int code,
               const char *msg);
-/* The one line printed for the failure, and mpirun's exit status. */
+/* Print the failure's one line on stderr (none for success); return mpirun's exit status. */
 int job_failure_report(const struct job *job);
 
 /* ---- util.c: clock, messages, small I/O helpers ---- */

@@ -191,7 +191,6 @@ static void rank_exited(struct job *job, unsigned r, int status)
 {
     struct rank_proc *rp = &job->ranks[r];
     rp->state = RANK_EXITED;
-    rp->wait_status = status;
     job->running--;
     if (r == 0)
         stdin_forward_stop(job);
@@ -331,8 +330,10 @@ void job_monitor(struct job *job)
         job_terminate(job);                 /* a launch failure: end what did start */
     else if (job->opt->timeout_sec)
         job->timeout_deadline_ms = monotonic_ms() + (int64_t)job->opt->timeout_sec * 1000;
-    if (job->running > 0)
+    if (job->running == job->nranks)
         launcher_log("all %u ranks started", job->nranks);
+    else if (job->running > 0)
+        launcher_log("%u of %u ranks started", job->running, job->nranks);
 
     while (job->running > 0) {
         if (degraded) {

@@ -151,7 +151,7 @@ void hashi_rt_abort(int code, const char *msg)
         pmix_proc_t wild;
         PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
         /* The launcher kills the job and exits with code; do not wait for it. */
-        PMIx_Abort(code, msg ? msg : "MPI_Abort", &wild, 1);
+        PMIx_Abort(code, msg ? msg : "", &wild, 1);
         /* A launcher without abort support: fall through and exit ourselves. */
     }
     fflush(stdout);

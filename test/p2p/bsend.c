@@ -105,6 +105,19 @@ int main(int argc, char **argv)
     memset(large, 0, 200000);
     CHECK_MPI(MPI_Recv(rlarge, 200000, MPI_BYTE, left, 300, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     CHECK(payload_check(rlarge, 200000, left, 300, 3) < 0, "automatic buffer: wrong bytes");
+    /* A non-contiguous buffered send: packed into the buffer at the call. */
+    int strided[30], packed[10];
+    for (int i = 0; i < 30; i++)
+        strided[i] = rank * 1000 + i;
+    MPI_Datatype every3;
+    CHECK_MPI(MPI_Type_vector(10, 1, 3, MPI_INT, &every3));
+    CHECK_MPI(MPI_Type_commit(&every3));
+    CHECK_MPI(MPI_Bsend(strided, 1, every3, right, 301, MPI_COMM_WORLD));
+    memset(strided, 0, sizeof strided);
+    CHECK_MPI(MPI_Type_free(&every3));
+    CHECK_MPI(MPI_Recv(packed, 10, MPI_INT, left, 301, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 10; i++)
+        CHECK(packed[i] == left * 1000 + 3 * i, "strided buffered send: packed[%d] = %d", i, packed[i]);
     CHECK_MPI(MPI_Buffer_flush());
     CHECK_MPI(MPI_Buffer_detach(&detached, &detached_size));
     CHECK(detached == MPI_BUFFER_AUTOMATIC, "detaching the automatic buffer gave %p", detached);

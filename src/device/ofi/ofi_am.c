@@ -286,7 +286,11 @@ static void am_mem_dereg(void *mem)
 static ssize_t read_post(struct ofi_op *op)
 {
     struct aread *r = (struct aread *)op;
-    return fi_read(hashi_ofi.ep, r->local, r->len, NULL, hashi_ofi.peers[r->peer], r->raddr, r->key, &op->ctx);
+    ssize_t rc = fi_read(hashi_ofi.ep, r->local, r->len, NULL, hashi_ofi.peers[r->peer], r->raddr, r->key, &op->ctx);
+    /* Some providers serve a read with the target's help (a sleeping target must wake). */
+    if (rc == 0)
+        hashi_wake_peer(r->peer);
+    return rc;
 }
 
 static void read_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)

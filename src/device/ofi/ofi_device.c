@@ -101,13 +101,28 @@ static struct fi_info *choose(struct fi_info *list)
     return list;
 }
 
-static int get_info(enum ofi_matching want, char *err, size_t errlen)
+/*
+ * Ask libfabric for endpoints that can serve the requested matching: with
+ * RMA reads first (rendezvous), for auto both matching modes, then either.
+ * *got says which capabilities the chosen entry has (auto: both modes).
+ */
+static int get_info(enum ofi_matching want, enum ofi_matching *got, char *err, size_t errlen)
 {
+    static const struct { enum ofi_matching want, caps; int rma; } attempts[] = {
+        { OFI_MATCH_AUTO, OFI_MATCH_AUTO, 1 },
+        { OFI_MATCH_AUTO, OFI_MATCH_TAGGED, 1 },
+        { OFI_MATCH_AUTO, OFI_MATCH_CORE, 1 },
+        { OFI_MATCH_AUTO, OFI_MATCH_CORE, 0 },
+        { OFI_MATCH_TAGGED, OFI_MATCH_TAGGED, 1 },
+        { OFI_MATCH_CORE, OFI_MATCH_CORE, 1 },
+        { OFI_MATCH_CORE, OFI_MATCH_CORE, 0 },
+    };
     const char *prov = getenv("FI_PROVIDER");
     int rc = -FI_ENODATA;
-    /* RMA first (rendezvous reads); core matching's chunked rendezvous works without. */
-    for (int with_rma = 1; with_rma >= 0; with_rma--) {
-        struct fi_info *hints = make_hints(want, with_rma);
+    for (size_t i = 0; i < sizeof attempts / sizeof *attempts; i++) {
+        if (attempts[i].want != want)
+            continue;
+        struct fi_info *hints = make_hints(attempts[i].caps, attempts[i].rma);
         if (!hints) {
             snprintf(err, errlen, "ofi device: out of memory");
             return -1;
@@ -115,31 +130,26 @@ static int get_info(enum ofi_matching want, char *err, size_t errlen)
         rc = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &hashi_ofi.info_list);
         fi_freeinfo(hints);
         if (rc == 0 && hashi_ofi.info_list) {
-            hashi_ofi.has_rma = with_rma;
-            break;
+            hashi_ofi.has_rma = attempts[i].rma;
+            *got = attempts[i].caps;
+            hashi_ofi.info = choose(hashi_ofi.info_list);
+            return 0;
         }
         hashi_ofi.info_list = NULL;
-        if (want == OFI_MATCH_TAGGED)
-            break;  /* tagged matching needs fi_read for its rendezvous */
     }
-    if (!hashi_ofi.info_list) {
-        const char *needs = want == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
-                          : want == OFI_MATCH_CORE   ? "RDM endpoints with multi-receive buffers"
-                                                     : "tagged RDM endpoints with multi-receive buffers";
-        if (prov)
-            snprintf(err, errlen,
-                     "ofi device: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the "
-                     "providers this machine has (unset FI_PROVIDER to let Hashi choose)",
-                     prov, needs, fi_strerror(-rc));
-        else
-            snprintf(err, errlen,
-                     "ofi device: no libfabric provider offers %s (fi_getinfo: %s); `fi_info -l` lists the "
-                     "providers this machine has",
-                     needs, fi_strerror(-rc));
-        return -1;
-    }
-    hashi_ofi.info = choose(hashi_ofi.info_list);
-    return 0;
+    const char *needs = want == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
+                                                 : "RDM endpoints with tagged messages or multi-receive buffers";
+    if (prov)
+        snprintf(err, errlen,
+                 "ofi device: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the "
+                 "providers this machine has (unset FI_PROVIDER to let Hashi choose)",
+                 prov, needs, fi_strerror(-rc));
+    else
+        snprintf(err, errlen,
+                 "ofi device: no libfabric provider offers %s (fi_getinfo: %s); `fi_info -l` lists the "
+                 "providers this machine has",
+                 needs, fi_strerror(-rc));
+    return -1;
 }
 
 /*
@@ -147,13 +157,16 @@ static int get_info(enum ofi_matching want, char *err, size_t errlen)
  * wildcard receives (start-up check). auto takes tagged when it can, else
  * core; an explicit tagged request the provider cannot serve is an error.
  */
-static int decide_matching(enum ofi_matching want, char *err, size_t errlen)
+static int decide_matching(enum ofi_matching want, enum ofi_matching caps, char *err, size_t errlen)
 {
     const char *prov = hashi_ofi.info->fabric_attr->prov_name;
-    if (want == OFI_MATCH_CORE) {
+    if (caps == OFI_MATCH_CORE) {
         hashi_ofi.matching = OFI_MATCH_CORE;
         return 0;
     }
+    /* Only tagged endpoints to be had: auto cannot fall back. */
+    if (caps == OFI_MATCH_TAGGED)
+        want = OFI_MATCH_TAGGED;
     /* What tagged matching needs besides working wildcards. */
     char why[160] = "";
     uint64_t fmt = hashi_ofi.info->ep_attr->mem_tag_format;
@@ -214,16 +227,16 @@ static int read_params(enum ofi_matching *want, char *err, size_t errlen)
         return -1;
     }
     /* A floor of 32 bytes: a rendezvous request must fit an eager buffer. */
-    hashi_ofi.eager_limit = eager < OFI_MIN_EAGER ? OFI_MIN_EAGER : (size_t)eager;
+    hashi_ofi.eager_limit = (size_t)eager < OFI_MIN_EAGER ? OFI_MIN_EAGER : (size_t)eager;
     hashi_ofi.max_xfer = (size_t)max_msg;
     return 0;
 }
 
 static int ofi_init(char *err, size_t errlen)
 {
-    enum ofi_matching want;
+    enum ofi_matching want, caps;
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
-    if (read_params(&want, err, errlen) != 0 || get_info(want, err, errlen) != 0)
+    if (read_params(&want, err, errlen) != 0 || get_info(want, &caps, err, errlen) != 0)
         return -1;
     struct fi_info *info = hashi_ofi.info;
 
@@ -253,7 +266,7 @@ static int ofi_init(char *err, size_t errlen)
         return fi_fail(err, errlen, "fi_ep_bind(av)", rc);
     if ((rc = fi_enable(hashi_ofi.ep)))
         return fi_fail(err, errlen, "fi_enable", rc);
-    if (decide_matching(want, err, errlen) != 0)
+    if (decide_matching(want, caps, err, errlen) != 0)
         return -1;
     HASHI_DEBUG(1, "ofi device: provider %s, fabric %s, %s matching%s", info->fabric_attr->prov_name,
                 info->fabric_attr->name, hashi_ofi.matching == OFI_MATCH_TAGGED ? "tagged" : "core",

@@ -8,9 +8,11 @@
  *     the device's protocol bits all rely on it. libfabric 1.17's shm
  *     compares unexpected messages bit for bit, so such a receive waits
  *     forever: tagged matching is not usable there.
- *   peek: FI_PEEK must leave the message in place. libfabric 1.17's shm
- *     handles it as a zero-byte receive (the message is consumed, with
- *     FI_ETRUNC): probes must then receive into a device buffer instead.
+ *   peek: FI_PEEK must leave the message in place, and FI_PEEK|FI_CLAIM then
+ *     an FI_CLAIM receive must deliver exactly the claimed message.
+ *     libfabric 1.17's shm handles FI_PEEK as a zero-byte receive (the
+ *     message is consumed, with FI_ETRUNC); its udp (ofi_rxd) claims wrongly.
+ *     Probes then receive into a device buffer instead.
  *
  * A message is made unexpected for sure by sending it before a second one
  * and receiving the second: ordered delivery (FI_ORDER_SAS) means the first
@@ -26,6 +28,7 @@
 #include <rdma/fi_tagged.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 struct scratch {
@@ -39,6 +42,7 @@ struct probe_result {
     int done;
     int err;        /* 0 or the positive libfabric error */
     size_t len;
+    uint64_t tag;
 };
 
 static double now_s(void)
@@ -60,6 +64,7 @@ static int wait_for(struct scratch *s, struct fi_context2 *ctx, struct probe_res
                 r->done = 1;
                 r->err = 0;
                 r->len = e.len;
+                r->tag = e.tag;
                 return 0;
             }
             continue;
@@ -163,20 +168,38 @@ int hashi_ofi_selftest(int *wildcard_ok, int *peek_ok, char *err, size_t errlen)
     }
     struct fi_msg_tagged msg = { .addr = FI_ADDR_UNSPEC, .tag = peek_msg, .ignore = 0, .context = &ctx };
     memset(&r, 0, sizeof r);
+    int peek_works = 0;
     if (fi_trecvmsg(s.ep, &msg, FI_PEEK) == 0 && wait_for(&s, &ctx, &r, 0.2) == 0 && !r.err &&
         r.len == sizeof buf) {
         /* Still there? A plain receive must find it. */
         memset(&r, 0, sizeof r);
         if (fi_trecv(s.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, peek_msg, 0, &ctx) == 0 &&
             wait_for(&s, &ctx, &r, 0.2) == 0 && !r.err)
-            *peek_ok = 1;
+            peek_works = 1;
         else
             fi_cancel(&s.ep->fid, &ctx);
+    }
+    /* Mprobe needs FI_CLAIM too: claim a message, then receive exactly it. */
+    if (peek_works && make_unexpected(&s, peek_msg, marker) == 0) {
+        memset(&r, 0, sizeof r);
+        msg.context = &ctx;
+        if (fi_trecvmsg(s.ep, &msg, FI_PEEK | FI_CLAIM) == 0 && wait_for(&s, &ctx, &r, 0.2) == 0 && !r.err) {
+            /* A roomier buffer than the message: the length reported must be the message's. */
+            char big[2 * sizeof buf];
+            struct iovec iov = { big, sizeof big };
+            memset(big, 0, sizeof big);
+            msg.msg_iov = &iov;
+            msg.iov_count = 1;
+            memset(&r, 0, sizeof r);
+            if (fi_trecvmsg(s.ep, &msg, FI_CLAIM) == 0 && wait_for(&s, &ctx, &r, 0.2) == 0 && !r.err &&
+                r.len == sizeof buf && r.tag == peek_msg && memcmp(big, "hashi!?", sizeof buf) == 0)
+                *peek_ok = 1;
+        }
     }
     rc = 0;
 out:
     HASHI_DEBUG(2, "ofi device: %s start-up check (%.1f ms): unexpected wildcard matching %s, FI_PEEK %s",
                 hashi_ofi.info->fabric_attr->prov_name, (now_s() - started) * 1e3,
-                *wildcard_ok ? "works" : "BROKEN", *peek_ok ? "works" : "consumes or fails");
+                *wildcard_ok ? "works" : "BROKEN", *peek_ok ? "and FI_CLAIM work" : "or FI_CLAIM fail");
     return rc;
 }

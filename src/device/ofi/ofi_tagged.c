@@ -456,8 +456,12 @@ static ssize_t read_post(struct ofi_op *op)
 {
     struct MPI_ABI_Request *req = req_of_dev(op);
     struct trecv *r = trecv_of(req);
-    return fi_read(hashi_ofi.ep, (char *)req->dev_buf + r->done, r->piece, NULL, hashi_ofi.peers[r->peer_world],
-                   r->raddr + r->done, r->rkey, &op->ctx);
+    ssize_t rc = fi_read(hashi_ofi.ep, (char *)req->dev_buf + r->done, r->piece, NULL,
+                         hashi_ofi.peers[r->peer_world], r->raddr + r->done, r->rkey, &op->ctx);
+    /* Some providers serve a read with the target's help (a sleeping target must wake). */
+    if (rc == 0)
+        hashi_wake_peer(r->peer_world);
+    return rc;
 }
 
 static void read_next(struct MPI_ABI_Request *req);

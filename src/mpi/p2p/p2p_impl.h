@@ -62,13 +62,16 @@ struct hashi_comm_buffer {
 /* ---- the layer's state ---- */
 
 #define HASHI_PROGRESS_HOOKS_MAX 16
+/* An oversubscribed rank spins HASHI_SPIN_COUNT / this many idle polls. */
+#define HASHI_OVERSUBSCRIBED_SPIN_DIVISOR 20
 
 struct hashi_p2p_state {
     struct hashi_request_pool pool;
     /* Device sends started and not completed: MPI_Finalize drains them. */
     atomic_long sends_in_flight;
-    /* Waiting: polls before sleeping when oversubscribed, and the sleep bound. */
-    long spin_count;
+    /* Waiting: idle polls before sleeping (oversubscribed) or yielding, and
+     * the bound on one sleep. */
+    long spin_limit;
     long sleep_us;
     int oversubscribed;
     int tag_ub;

@@ -1,9 +1,10 @@
 /*
  * Progress: one poll round (the device, then registered engines), and the
- * wait loop every blocking call uses. A rank with a core of its own spins; an
- * oversubscribed rank spins HASHI_SPIN_COUNT idle polls, then sleeps on its
- * wake word (runtime/wake.h) until a local peer's send wakes it or
- * HASHI_SLEEP_US passes. Also the layer's init and MPI_Finalize's drain.
+ * wait loop every blocking call uses. A rank with a core of its own spins
+ * (HASHI_SPIN_COUNT idle polls between yields of its core); an oversubscribed
+ * rank spins a twentieth of that, then sleeps on its wake word
+ * (runtime/wake.h) until a local peer's send wakes it or HASHI_SLEEP_US
+ * passes. Also the layer's init and MPI_Finalize's drain.
  */
 #include "mpi/p2p/p2p_impl.h"
 #include "runtime/log.h"
@@ -69,13 +70,6 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
 {
     if (done(arg))
         return;
-    if (!hashi_p2p.oversubscribed) {
-        /* A core per rank: spinning is the lowest latency and costs no one. */
-        do
-            hashi_progress_poll();
-        while (!done(arg));
-        return;
-    }
     struct wait_condition saved = current_wait;
     current_wait = (struct wait_condition){ done, arg };
     long idle = 0;
@@ -87,12 +81,16 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
             idle = 0;
             continue;
         }
-        if (++idle < hashi_p2p.spin_count)
+        if (++idle < hashi_p2p.spin_limit)
             continue;
-        /* Still idle: give the core to the peers this rank is waiting for. */
+        /* Idle for a while: an oversubscribed rank sleeps on its wake word
+         * (a local sender wakes it) and, still idle, sleeps again at once;
+         * any other yields its core once and spins again. */
         hashi_wake_sleep(poll_before_sleep, hashi_p2p.sleep_us);
         if (done(arg))
             break;
+        if (!hashi_wake_enabled())
+            idle = 0;
     }
     current_wait = saved;
 }
@@ -116,22 +114,26 @@ int hashi_p2p_tag_ub(void)
 
 void hashi_p2p_init(void)
 {
-    hashi_p2p.spin_count = (long)hashi_param_int(HASHI_P_SPIN_COUNT);
-    if (hashi_p2p.spin_count < 1)
-        hashi_p2p.spin_count = 1;
+    /* A rank with a core of its own spins HASHI_SPIN_COUNT idle polls before
+     * yielding; one sharing its core with other ranks sleeps much sooner, or
+     * its spinning delays the very peers it waits for (docs/p2p.md). */
+    long spin = (long)hashi_param_int(HASHI_P_SPIN_COUNT);
+    hashi_p2p.oversubscribed = hashi_job.oversubscribed;
+    hashi_p2p.spin_limit = hashi_p2p.oversubscribed ? spin / HASHI_OVERSUBSCRIBED_SPIN_DIVISOR : spin;
+    if (hashi_p2p.spin_limit < 1)
+        hashi_p2p.spin_limit = 1;
     hashi_p2p.sleep_us = (long)hashi_param_int(HASHI_P_SLEEP_US);
     if (hashi_p2p.sleep_us < 1)
         hashi_p2p.sleep_us = 1;
-    hashi_p2p.oversubscribed = hashi_job.oversubscribed;
     /* The device's own limit (larger tags get MPI_ERR_TAG); never below the
      * 2^23 - 1 Hashi promises. */
     hashi_p2p.tag_ub = hashi_device->p2p.tag_ub > HASHI_P2P_DEFAULT_TAG_UB ? hashi_device->p2p.tag_ub
                                                                            : HASHI_P2P_DEFAULT_TAG_UB;
     atomic_init(&hashi_p2p.sends_in_flight, 0);
     p2p_requests_init();
-    HASHI_DEBUG(2, "p2p: %s waits (spin %ld polls, sleep %ld us), tag_ub %d, eager limit %zu",
-                hashi_p2p.oversubscribed ? "oversubscribed: sleeping" : "spinning",
-                hashi_p2p.spin_count, hashi_p2p.sleep_us, hashi_p2p.tag_ub, hashi_device->p2p.eager_limit);
+    HASHI_DEBUG(2, "p2p: waits spin %ld idle polls, then %s; tag_ub %d, eager limit %zu",
+                hashi_p2p.spin_limit, hashi_wake_enabled() ? "sleep (oversubscribed)" : "yield",
+                hashi_p2p.tag_ub, hashi_device->p2p.eager_limit);
 }
 
 static int no_sends_in_flight(void *arg)
