@@ -20,12 +20,12 @@
  * The pool of context id pairs of this process: bit p of free_pairs set means
  * ids 2p (user point-to-point) and 2p+1 (internal) are not used by any
  * communicator this process belongs to. 16-bit ids give 32768 pairs, a 4 KiB
- * map, which is what every member contributes to an agreement.
+ * map. Agreements look at it one window of 2048 pairs (256 bytes) at a time,
+ * so the usual creation moves 256 bytes per step, not 4 KiB.
  */
 #define CONTEXT_PAIRS (1u << (HASHI_CONTEXT_ID_BITS - 1))
 #define CONTEXT_MASK_WORDS (CONTEXT_PAIRS / 32)
-#define CONTEXT_MASK_BYTES (CONTEXT_MASK_WORDS * sizeof(uint32_t))
-
+#define CONTEXT_WINDOW_WORDS 64u
 static struct {
     mtx_t lock;  /* the map is per process; threads creating communicators share it */
     uint32_t free_pairs[CONTEXT_MASK_WORDS];
@@ -39,10 +39,11 @@ static void context_pool_init(void)
     context_pool.free_pairs[0] &= ~((UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)));
 }
 
-static void context_pool_snapshot(uint32_t *mask)
+/* Copy `words` words of the map from word `first` on. */
+static void context_pool_snapshot(uint32_t *mask, uint32_t first, uint32_t words)
 {
     mtx_lock(&context_pool.lock);
-    memcpy(mask, context_pool.free_pairs, CONTEXT_MASK_BYTES);
+    memcpy(mask, context_pool.free_pairs + first, words * sizeof *mask);
     mtx_unlock(&context_pool.lock);
 }
 
@@ -179,30 +180,30 @@ static int allgather_bruck(struct MPI_ABI_Comm *c, int tag, void *out, size_t bl
  * Agree on a context id for a communicator being made from `parent`: every
  * member of the parent contributes its map of free pairs, the AND over the
  * parent gives the pairs free in all of them, and the lowest wins (the same
- * answer everywhere). Only the members of the new communicator (`join`) take
- * it from their pool; the others just helped decide. Because the id is free
- * in every member of the parent, it differs from the id of every communicator
- * any of them is already in, whatever its parent was.
+ * answer everywhere). The maps go one window at a time, lowest first; all
+ * members see the same AND, so they move to the next window together, and
+ * the answer is the same as with the whole map. Only the members of the new
+ * communicator (`join`) take the pair from their pool; the others just
+ * helped decide. Because the id is free in every member of the parent, it
+ * differs from the id of every communicator any of them is already in,
+ * whatever its parent was.
  */
 static int agree_context_id(const char *func, struct MPI_ABI_Comm *parent, int join, uint32_t *context_id)
 {
-    uint32_t *mask = malloc(2 * CONTEXT_MASK_BYTES);
-    if (!mask)
-        return hashi_err_comm(func, parent, MPI_ERR_NO_MEM, "out of memory for the context id map");
-    context_pool_snapshot(mask);
-    int rc = allreduce_band(parent, HASHI_TAG_CONTEXT_ID, mask, mask + CONTEXT_MASK_WORDS, CONTEXT_MASK_WORDS);
-    if (rc != MPI_SUCCESS) {
-        free(mask);
-        return hashi_err_comm(func, parent, rc, "agreeing on a context id with the other members failed");
-    }
+    uint32_t mask[CONTEXT_WINDOW_WORDS], scratch[CONTEXT_WINDOW_WORDS];
     uint32_t pair = CONTEXT_PAIRS;
-    for (uint32_t w = 0; w < CONTEXT_MASK_WORDS; w++) {
-        if (mask[w]) {
-            pair = w * 32 + (uint32_t)__builtin_ctz(mask[w]);
-            break;
+    for (uint32_t first = 0; first < CONTEXT_MASK_WORDS && pair == CONTEXT_PAIRS; first += CONTEXT_WINDOW_WORDS) {
+        context_pool_snapshot(mask, first, CONTEXT_WINDOW_WORDS);
+        int rc = allreduce_band(parent, HASHI_TAG_CONTEXT_ID, mask, scratch, CONTEXT_WINDOW_WORDS);
+        if (rc != MPI_SUCCESS)
+            return hashi_err_comm(func, parent, rc, "agreeing on a context id with the other members failed");
+        for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
+            if (mask[w]) {
+                pair = (first + w) * 32 + (uint32_t)__builtin_ctz(mask[w]);
+                break;
+            }
         }
     }
-    free(mask);
     if (pair == CONTEXT_PAIRS)
         return hashi_err_comm(func, parent, MPI_ERR_OTHER,
                               "all %u communicator context ids are in use by some member of the communicator "

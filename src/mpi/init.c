@@ -1,5 +1,6 @@
 /* MPI_Init / MPI_Finalize: parameters, runtime, device, communicators. */
 #include "mpi/mpi_impl.h"
+#include "mpi/p2p.h"
 #include "device/device.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
@@ -32,6 +33,11 @@ void hashi_errors_init(void);
 #pragma weak hashi_p2p_finalize
 #define CALL_IF_PRESENT(fn) do { if (fn) fn(); } while (0)
 void hashi_info_env_init(int argc, char **argv);
+
+static int fence_released(void *flag)
+{
+    return atomic_load((_Atomic int *)flag);
+}
 
 /* Errors during MPI_Init cannot go through a communicator's handler yet. */
 static __attribute__((noreturn)) void init_failed(const char *func, const char *why)
@@ -135,11 +141,16 @@ int hashi_impl_Finalize(void)
 {
     char err[1024];
     HASHI_CHECK_INITIALIZED("MPI_Finalize");
-    /* Every rank reaches this point before any tears down its device, so no
-     * message a peer still has to deliver or acknowledge is lost. */
-    if (hashi_rt_fence(err, sizeof err) != 0)
-        hashi_log("MPI_Finalize: %s", err);
+    /* Finish this rank's sends and meet every rank over the device; then a
+     * fence through the launcher during which the device keeps progressing
+     * (a send may count as complete while the provider still holds its data
+     * for a peer), so no peer waits for this rank's progress in vain. */
     CALL_IF_PRESENT(hashi_p2p_finalize);
+    _Atomic int fenced = 0;
+    if (hashi_rt_fence_start(&fenced, err, sizeof err) != 0)
+        hashi_log("MPI_Finalize: %s", err);
+    else
+        hashi_progress_wait_until(fence_released, (void *)&fenced);
     CALL_IF_PRESENT(hashi_comms_finalize);
     hashi_device->finalize();
     hashi_wake_detach();

@@ -2,9 +2,11 @@
 #include "runtime/rt.h"
 #include "runtime/log.h"
 #include "runtime/topo.h"
+#include "runtime/wake.h"
 
 #include <pmix.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +188,31 @@ static int fence(int collect, char *err, size_t errlen)
         /* PARTIAL_SUCCESS: a peer died before reaching the fence. */
         snprintf(err, errlen, "PMIx_Fence failed: %s%s", PMIx_Error_string(rc),
                  rc == PMIX_ERR_PARTIAL_SUCCESS ? " (a rank of the job has exited)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static void fence_released(pmix_status_t status, void *cbdata)
+{
+    (void)status;   /* a failed fence ends waiting too: the peers are gone */
+    atomic_store((_Atomic int *)cbdata, 1);
+    /* This rank may sleep in its progress loop: wake it now. */
+    hashi_wake_peer(hashi_job.rank);
+}
+
+int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen)
+{
+    atomic_store(done, 0);
+    if (hashi_job.singleton) {
+        atomic_store(done, 1);
+        return 0;
+    }
+    pmix_proc_t wild;
+    PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
+    pmix_status_t rc = PMIx_Fence_nb(&wild, 1, NULL, 0, fence_released, (void *)done);
+    if (rc != PMIX_SUCCESS) {
+        snprintf(err, errlen, "PMIx_Fence_nb failed: %s", PMIx_Error_string(rc));
         return -1;
     }
     return 0;

@@ -41,5 +41,9 @@ int hashi_rt_exchange(char *err, size_t errlen);
 int hashi_rt_get(int rank, const char *key, void **data, size_t *len);
 /* A barrier through the launcher (slow path: init and finalize only). */
 int hashi_rt_fence(char *err, size_t errlen);
+/* The same, started without blocking: *done becomes 1 (from PMIx's thread)
+ * once every rank has entered it, so the caller can keep its device
+ * progressing meanwhile (MPI_Finalize). 0, or -1 with a message. */
+int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen);
 
 #endif

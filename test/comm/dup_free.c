@@ -13,6 +13,10 @@
  * 3. Freeing with operations pending: a receive posted on a communicator that
  *    is then freed still completes; while a freed communicator's receive is
  *    pending, its id is not given to a new communicator.
+ * 4. Many at once: 2100 live communicators (ids past the first window of
+ *    2048 pairs the agreement looks at); at 1 and 2 ranks, creating until
+ *    every one of the 32766 free ids is taken, then MPI_ERR_OTHER, then one
+ *    freed and taken again.
  *
  * Isolation checks are deterministic: the sender sends on communicator a
  * before b, and the receiver receives on b first with wildcards. Were a and b
@@ -234,6 +238,46 @@ static void free_with_pending(void)
         CHECK_MPI(MPI_Comm_free(&more[i]));
 }
 
+#define MANY 2100
+#define ALL_IDS 32766 /* 2^15 pairs of context ids, less MPI_COMM_WORLD's and MPI_COMM_SELF's */
+
+static void many_live(void)
+{
+    MPI_Comm *c = malloc(ALL_IDS * sizeof *c);
+    for (int i = 0; i < MANY; i++)
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c[i]));
+    expect_compare(c[MANY - 1], c[0], MPI_CONGRUENT, "last vs first of many", 0);
+    /* around the window boundary (pairs 2047..2050 are dups 2045..2048) */
+    MPI_Comm some[] = { c[0], c[2044], c[2045], c[2046], c[2047], c[2048], c[MANY - 1], MPI_COMM_WORLD };
+    check_isolation(some, (int)(sizeof some / sizeof *some), 0, "many live communicators", 1);
+
+    int created = MANY;
+    if (n <= 2) {
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        int rc = MPI_SUCCESS;
+        while (created < ALL_IDS + 1) {
+            rc = MPI_Comm_dup(MPI_COMM_WORLD, &c[created < ALL_IDS ? created : 0]);
+            if (rc != MPI_SUCCESS)
+                break;
+            created++;
+        }
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_OTHER && created == ALL_IDS,
+              "creating communicators until none is left: %d created, then class %d (expected %d, then %d)",
+              created, cls, ALL_IDS, MPI_ERR_OTHER);
+        /* one freed is one more to create */
+        CHECK_MPI(MPI_Comm_free(&c[1000]));
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c[1000]));
+        MPI_Comm pair[2] = { c[1000], c[ALL_IDS - 1] };
+        check_isolation(pair, 2, 1, "the last ids", 1);
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
+    for (int i = 0; i < created; i++)
+        CHECK_MPI(MPI_Comm_free(&c[i]));
+    free(c);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -245,6 +289,7 @@ int main(int argc, char **argv)
     double t_churn = MPI_Wtime() - t0;
     overlapping();
     free_with_pending();
+    many_live();
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 0)
         fprintf(stderr, "dup_free: %d dup/free cycles in %.3f s (%.1f us per cycle with its checks)\n", cycles,

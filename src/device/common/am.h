@@ -35,6 +35,9 @@ typedef void (*hashi_am_done_fn)(void *arg, int status);
 /* Capabilities (hashi_am_ops.flags). */
 #define HASHI_AM_CAP_GET 0x1u      /* get() reads registered remote memory */
 
+/* send() flags. */
+#define HASHI_AM_SEND_BUFFERED 0x1u  /* copy now; done = handed to the transport */
+
 struct hashi_am_ops {
     const char *name;
     /*
@@ -51,16 +54,22 @@ struct hashi_am_ops {
      * Send hdr_len bytes of hdr followed by len bytes of data to world rank
      * dest as one message, delivered to dest's core in the order sent (or
      * with the core's sequence numbers restoring it).
-     *   done == NULL: buffered. The device copies hdr and data before
-     *     returning (inline, or into its own bounce buffer), so the caller
-     *     may reuse both at once and gets no callback.
-     *   done != NULL: zero copy. hdr is copied before returning, data is
-     *     read in place until done(arg, status) runs from progress().
-     * The device never loses a send: when its queues are full it keeps the
-     * operation and posts it from progress(). Returns 0, or -1 if the
-     * device cannot send at all (then done is never called).
+     *   HASHI_AM_SEND_BUFFERED: the device copies hdr and data before
+     *     returning (inline, or into its own bounce buffer); the caller may
+     *     reuse both at once. done, if not NULL, runs once the message is in
+     *     the transport's hands (not merely in the device's queue of
+     *     operations the transport refused for now): the core completes a
+     *     request only then, so a rank whose requests are all complete has
+     *     nothing left for the device to send when MPI_Finalize stops
+     *     progressing it.
+     *   otherwise zero copy: hdr is copied before returning, data is read
+     *     in place until done(arg, status) runs.
+     * done may run before send returns. The device never loses a send: when
+     * its queues are full it keeps the operation and posts it from
+     * progress(). Returns 0, or -1 if the device cannot send at all (then
+     * done is never called).
      */
-    int (*send)(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len,
+    int (*send)(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
                 hashi_am_done_fn done, void *arg);
 
     /*

@@ -71,6 +71,7 @@ struct am_send_state {
     uint32_t peer_cookie;   /* chunked: the receiver's request */
     uint64_t want, sent;    /* chunked: bytes the receiver wants, bytes handed to the device */
     int frags_out;
+    uint8_t busy, again;    /* stream_more running / asked to run again (callbacks may nest) */
 };
 
 struct am_recv_state {
@@ -84,6 +85,7 @@ struct am_recv_state {
     uint64_t want;          /* bytes placed: min(size, buffer) */
     uint64_t issued, landed;
     int gets_out;
+    uint8_t busy, again;    /* rndv_get_more running / asked to run again */
     uint8_t rkey_len;
     unsigned char rkey[HASHI_AM_RKEY_MAX];
 };
@@ -148,13 +150,18 @@ struct hashi_device_p2p_ops hashi_am_p2p_ops;
 
 /* ---------------------------------------------------------------- helpers */
 
-static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size)
+/* ACK, FIN, CTS; done(arg) runs once it is handed over (or if it fails). */
+static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size,
+                         hashi_am_done_fn done, void *arg)
 {
     struct am_hdr h = {
         .type = type, .src_world = hashi_job.rank, .cookie = cookie, .cookie2 = cookie2, .size = size,
     };
-    if (core.am->send(dest, &h, sizeof h, NULL, 0, NULL, NULL) != 0)
+    if (core.am->send(dest, &h, sizeof h, NULL, 0, HASHI_AM_SEND_BUFFERED, done, arg) != 0) {
         hashi_log("matching core: sending a control message to rank %d failed; its peer will wait", dest);
+        if (done)
+            done(arg, -1);
+    }
 }
 
 static void complete_send(struct MPI_ABI_Request *req)
@@ -179,6 +186,15 @@ static void send_progressed(struct MPI_ABI_Request *req, unsigned cleared)
         complete_send(req);
 }
 
+static void complete_recv(struct MPI_ABI_Request *req);
+
+/* The answer (ACK / FIN) a receive owed its sender is handed over. */
+static void answered(void *arg, int status)
+{
+    (void)status;  /* the receive has its data either way; send_control logged a failure */
+    complete_recv(arg);
+}
+
 static void complete_recv(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
@@ -201,8 +217,9 @@ static void rndv_recv_finished(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
     if (r->rkey_len)
-        send_control(r->peer_world, AM_FIN, r->peer_cookie, 0, 0);
-    complete_recv(req);
+        send_control(r->peer_world, AM_FIN, r->peer_cookie, 0, 0, answered, req);
+    else
+        complete_recv(req);
 }
 
 static void get_done(void *arg, int status)
@@ -214,29 +231,38 @@ static void get_done(void *arg, int status)
         hashi_log("matching core: reading a rendezvous message from rank %d failed", r->peer_world);
         r->error = MPI_ERR_OTHER;
     }
-    if (r->issued < r->want && !r->error)
-        rndv_get_more(req);
-    else if (r->gets_out == 0)
-        rndv_recv_finished(req);
+    rndv_get_more(req);
 }
 
+/* Keep up to RNDV_WINDOW reads in flight; finish when all have landed. A get
+ * may complete inside the call that starts it: the busy flag turns such a
+ * nested call into another round of the loop that is already running. */
 static void rndv_get_more(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
-    while (r->issued < r->want && r->gets_out < RNDV_WINDOW) {
-        uint64_t left = r->want - r->issued;
-        size_t piece = left < core.am->max_get ? (size_t)left : core.am->max_get;
-        uint64_t offset = r->issued;
-        r->issued += piece;
-        r->gets_out++;
-        if (core.am->get(r->peer_world, (char *)req->dev_buf + offset, piece, r->rkey, offset, get_done, req) != 0) {
-            r->gets_out--;
-            r->issued = r->want;
-            r->error = MPI_ERR_OTHER;
-            hashi_log("matching core: starting a read from rank %d failed", r->peer_world);
-        }
+    if (r->busy) {
+        r->again = 1;
+        return;
     }
-    if (r->gets_out == 0)
+    r->busy = 1;
+    do {
+        r->again = 0;
+        while (!r->error && r->issued < r->want && r->gets_out < RNDV_WINDOW) {
+            uint64_t left = r->want - r->issued;
+            size_t piece = left < core.am->max_get ? (size_t)left : core.am->max_get;
+            uint64_t offset = r->issued;
+            r->issued += piece;
+            r->gets_out++;
+            if (core.am->get(r->peer_world, (char *)req->dev_buf + offset, piece, r->rkey, offset, get_done,
+                             req) != 0) {
+                r->gets_out--;
+                r->error = MPI_ERR_OTHER;
+                hashi_log("matching core: starting a read from rank %d failed", r->peer_world);
+            }
+        }
+    } while (r->again);
+    r->busy = 0;
+    if (r->gets_out == 0 && (r->issued == r->want || r->error))
         rndv_recv_finished(req);
 }
 
@@ -247,6 +273,7 @@ static void rndv_recv_start(struct MPI_ABI_Request *req)
     r->want = r->size < req->dev_bytes ? r->size : req->dev_bytes;
     r->issued = r->landed = 0;
     r->gets_out = 0;
+    r->busy = r->again = 0;
     if (r->rkey_len) {
         rndv_get_more(req);
         return;
@@ -259,9 +286,9 @@ static void rndv_recv_start(struct MPI_ABI_Request *req)
             r->want = 0;
         }
     }
-    send_control(r->peer_world, AM_CTS, r->peer_cookie, r->cookie, r->want);
-    if (r->want == 0)
-        complete_recv(req);
+    /* Nothing to stream: the CTS itself releases the sender, so it must leave first. */
+    send_control(r->peer_world, AM_CTS, r->peer_cookie, r->cookie, r->want, r->want == 0 ? answered : NULL,
+                 r->want == 0 ? req : NULL);
 }
 
 /* ------------------------------------------------------------- matching */
@@ -290,8 +317,9 @@ static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_worl
     if (r->want)
         memcpy(req->dev_buf, payload, r->want);
     if (type == AM_EAGER_SYNC)
-        send_control(src_world, AM_ACK, cookie, 0, 0);
-    complete_recv(req);
+        send_control(src_world, AM_ACK, cookie, 0, 0, answered, req);
+    else
+        complete_recv(req);
 }
 
 static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
@@ -392,24 +420,34 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
 
 static void frag_done(void *arg, int status);
 
+/* Keep up to RNDV_WINDOW fragments in flight (same nesting rule as rndv_get_more). */
 static void stream_more(struct MPI_ABI_Request *req)
 {
     struct am_send_state *s = send_state(req);
-    while (s->sent < s->want && s->frags_out < RNDV_WINDOW && !s->error) {
-        uint64_t left = s->want - s->sent;
-        size_t n = left < core.frag_payload ? (size_t)left : core.frag_payload;
-        struct am_hdr h = {
-            .type = AM_DATA, .src_world = hashi_job.rank, .cookie2 = s->peer_cookie, .size = s->sent,
-        };
-        s->frags_out++;
-        if (core.am->send(req->dest_world, &h, sizeof h, (const char *)req->dev_buf + s->sent, n, frag_done,
-                          req) != 0) {
-            s->frags_out--;
-            s->error = MPI_ERR_OTHER;
-            break;
-        }
-        s->sent += n;
+    if (s->busy) {
+        s->again = 1;
+        return;
     }
+    s->busy = 1;
+    do {
+        s->again = 0;
+        while (s->sent < s->want && s->frags_out < RNDV_WINDOW && !s->error) {
+            uint64_t left = s->want - s->sent;
+            size_t n = left < core.frag_payload ? (size_t)left : core.frag_payload;
+            uint64_t offset = s->sent;
+            struct am_hdr h = {
+                .type = AM_DATA, .src_world = hashi_job.rank, .cookie2 = s->peer_cookie, .size = offset,
+            };
+            s->frags_out++;
+            s->sent += n;
+            if (core.am->send(req->dest_world, &h, sizeof h, (const char *)req->dev_buf + offset, n, 0, frag_done,
+                              req) != 0) {
+                s->frags_out--;
+                s->error = MPI_ERR_OTHER;
+            }
+        }
+    } while (s->again);
+    s->busy = 0;
     if (s->frags_out == 0 && (s->sent == s->want || s->error))
         send_progressed(req, WAIT_LOCAL);
 }
@@ -444,6 +482,7 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
         s->want = h->size < req->dev_bytes ? h->size : req->dev_bytes;
         s->sent = 0;
         s->frags_out = 0;
+        s->busy = s->again = 0;
         s->waiting = (s->waiting & ~WAIT_CTS) | WAIT_LOCAL;
         stream_more(req);
         break;
@@ -493,6 +532,15 @@ void hashi_am_deliver(const void *msg, size_t len)
 
 /* ---------------------------------------------------------- p2p entry points */
 
+/* An eager copy is in the transport's hands: the standard send is complete. */
+static void eager_done(void *arg, int status)
+{
+    struct MPI_ABI_Request *req = arg;
+    if (status != 0)
+        send_state(req)->error = MPI_ERR_OTHER;
+    complete_send(req);
+}
+
 static void eager_sync_done(void *arg, int status)
 {
     struct MPI_ABI_Request *req = arg;
@@ -525,11 +573,12 @@ static int am_isend(struct MPI_ABI_Request *req)
     if (len <= core.eager_limit) {
         if (req->send_mode != HASHI_SEND_SYNC) {
             m.h.type = AM_EAGER;
-            m.h.seq = peer->send_seq;
-            if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, NULL, NULL) != 0)
+            m.h.seq = peer->send_seq++;
+            if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
+                              eager_done, req) != 0) {
+                peer->send_seq--;
                 return MPI_ERR_OTHER;
-            peer->send_seq++;
-            complete_send(req);
+            }
             return MPI_SUCCESS;
         }
         s->cookie = hashi_cookie_new(&core.cookies, req);
@@ -537,14 +586,14 @@ static int am_isend(struct MPI_ABI_Request *req)
             return MPI_ERR_NO_MEM;
         m.h.type = AM_EAGER_SYNC;
         m.h.cookie = s->cookie;
-        m.h.seq = peer->send_seq;
+        m.h.seq = peer->send_seq++;
         s->waiting = WAIT_LOCAL | WAIT_ACK;
-        if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, eager_sync_done, req) != 0) {
+        if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, 0, eager_sync_done, req) != 0) {
+            peer->send_seq--;
             hashi_cookie_free(&core.cookies, s->cookie);
             s->cookie = 0;
             return MPI_ERR_OTHER;
         }
-        peer->send_seq++;
         return MPI_SUCCESS;
     }
 
@@ -553,7 +602,7 @@ static int am_isend(struct MPI_ABI_Request *req)
         return MPI_ERR_NO_MEM;
     m.h.type = AM_RTS;
     m.h.cookie = s->cookie;
-    m.h.seq = peer->send_seq;
+    m.h.seq = peer->send_seq++;
     size_t hdr_len = sizeof m.h;
     s->waiting = WAIT_CTS;
     if (core.use_get && core.am->mem_reg(req->dev_buf, len, &s->mem, m.rkey) == 0) {
@@ -565,7 +614,8 @@ static int am_isend(struct MPI_ABI_Request *req)
     unsigned char wire[sizeof m.h + HASHI_AM_RKEY_MAX];
     memcpy(wire, &m.h, sizeof m.h);
     memcpy(wire + sizeof m.h, m.rkey, hdr_len - sizeof m.h);
-    if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, NULL, NULL) != 0) {
+    if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
+        peer->send_seq--;
         if (s->mem)
             core.am->mem_dereg(s->mem);
         s->mem = NULL;
@@ -573,7 +623,6 @@ static int am_isend(struct MPI_ABI_Request *req)
         s->cookie = 0;
         return MPI_ERR_OTHER;
     }
-    peer->send_seq++;
     return MPI_SUCCESS;
 }
 

@@ -4,8 +4,9 @@
  *
  * Messages are untagged (FI_MSG): the core's header plus payload, sent with
  * fi_inject when it fits, from a bounce buffer when the core asks for a
- * buffered send, or straight from the caller's memory (fi_sendv of header +
- * data) for zero-copy sends. They land in a few large receive buffers posted
+ * buffered send (its done runs once the provider accepted the copy), or
+ * straight from the caller's memory (fi_sendv of header + data) for
+ * zero-copy sends. They land in a few large receive buffers posted
  * with FI_MULTI_RECV; each completion hands one message to the core, which
  * copies what it keeps before returning, and a buffer the provider released
  * (FI_MULTI_RECV flag) is posted again at once. Rendezvous reads use fi_read
@@ -48,9 +49,19 @@ struct abounce {
     struct ofi_op op;
     struct abounce *next_free;
     int dest;
+    hashi_am_done_fn handed;  /* runs once the provider took it */
+    void *arg;
     size_t len;
     unsigned char bytes[];
 };
+
+static void bounce_handed(struct abounce *b, int status)
+{
+    hashi_am_done_fn fn = b->handed;
+    b->handed = NULL;
+    if (fn)
+        fn(b->arg, status);
+}
 
 /* Zero-copy send: header copied, payload read in place until done. */
 struct azsend {
@@ -167,13 +178,16 @@ static ssize_t bounce_post(struct ofi_op *op)
         ssize_t rc = fi_inject(hashi_ofi.ep, b->bytes, b->len, to);
         if (rc == 0) {
             hashi_wake_peer(b->dest);
+            bounce_handed(b, 0);
             bounce_put(b);  /* injected: no completion follows */
         }
         return rc;
     }
     ssize_t rc = fi_send(hashi_ofi.ep, b->bytes, b->len, NULL, to, &op->ctx);
-    if (rc == 0)
+    if (rc == 0) {
         hashi_wake_peer(b->dest);
+        bounce_handed(b, 0);
+    }
     return rc;
 }
 
@@ -181,8 +195,10 @@ static void bounce_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *
 {
     struct abounce *b = (struct abounce *)op;
     (void)e;
-    if (err)
+    if (err) {
         hashi_log("ofi device: a buffered message to rank %d failed: %s", b->dest, fi_strerror(err->err));
+        bounce_handed(b, -err->err);  /* if it never got posted */
+    }
     bounce_put(b);
 }
 
@@ -212,13 +228,13 @@ static void zsend_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e
 
 static const struct ofi_op_class zsend_class = { "fi_sendv", 0, zsend_post, zsend_complete };
 
-static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, hashi_am_done_fn done,
-                   void *arg)
+static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
+                   hashi_am_done_fn done, void *arg)
 {
     size_t total = hdr_len + len;
     if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || dest < 0 || dest >= hashi_job.size)
         return -1;
-    if (!done) {
+    if (flags & HASHI_AM_SEND_BUFFERED) {
         if (total <= hashi_ofi.inject_size && total <= INJECT_STACK && hashi_ofi_queue_empty(0)) {
             unsigned char msg[INJECT_STACK];
             memcpy(msg, hdr, hdr_len);
@@ -227,6 +243,8 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
             ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
             if (rc == 0) {
                 hashi_wake_peer(dest);
+                if (done)
+                    done(arg, 0);
                 return 0;
             }
             if (rc != -FI_EAGAIN) {
@@ -240,6 +258,8 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
             return -1;
         b->op.cls = &bounce_class;
         b->dest = dest;
+        b->handed = done;
+        b->arg = arg;
         b->len = total;
         memcpy(b->bytes, hdr, hdr_len);
         if (len)

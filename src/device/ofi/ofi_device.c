@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define OFI_ADDR_KEY "hashi.ofi.addr"
 #define OFI_BLOB_MAGIC 0x4f464931u /* "OFI1" */
@@ -210,6 +211,41 @@ static int decide_matching(enum ofi_matching want, enum ofi_matching caps, char 
     return 0;
 }
 
+/*
+ * shm names its shared-memory region after the endpoint's source address,
+ * "<pid>:0:0" by default: a rank killed before closing leaves that file in
+ * /dev/shm, and a later process with the same pid then fails fi_enable with
+ * EBUSY. Under Hashi's mpirun the name starts with the job directory's
+ * basename and '-', which is what mpirun and its reaper remove from /dev/shm
+ * when a job ends, however it ends. Without a launcher the name still carries
+ * the job key and the pid, so it never collides with another job's.
+ */
+static int name_shm_endpoint(struct fi_info *info, char *err, size_t errlen)
+{
+    char name[512];
+    const char *slash = strrchr(hashi_job.job_dir, '/');
+    int n;
+    if (hashi_job.job_dir[0] && slash && slash[1])
+        n = snprintf(name, sizeof name, "fi_shm://%s-ofi-%d", slash + 1, hashi_job.rank);
+    else
+        n = snprintf(name, sizeof name, "fi_shm://hashi-%u-%016llx-ofi-%d-%d", (unsigned)getuid(),
+                     (unsigned long long)hashi_job.key, hashi_job.rank, (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof name) {
+        snprintf(err, errlen, "ofi device: the job directory name is too long for a shm endpoint name");
+        return -1;
+    }
+    char *addr = malloc((size_t)n + 1);
+    if (!addr) {
+        snprintf(err, errlen, "ofi device: out of memory");
+        return -1;
+    }
+    memcpy(addr, name, (size_t)n + 1);
+    free(info->src_addr);
+    info->src_addr = addr;
+    info->src_addrlen = (size_t)n + 1;
+    return 0;
+}
+
 static int read_params(enum ofi_matching *want, char *err, size_t errlen)
 {
     const char *m = hashi_param_str(HASHI_P_OFI_MATCHING);
@@ -247,6 +283,8 @@ static int ofi_init(char *err, size_t errlen)
     hashi_ofi.mr_prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
     hashi_ofi.next_mr_key = 1;
 
+    if (is_shm(info) && info->addr_format == FI_ADDR_STR && name_shm_endpoint(info, err, errlen) != 0)
+        return -1;
     int rc;
     if ((rc = fi_fabric(info->fabric_attr, &hashi_ofi.fabric, NULL)))
         return fi_fail(err, errlen, "fi_fabric", rc);

@@ -102,6 +102,10 @@ static inline struct MPI_ABI_Request *req_of_dev(void *dev)
 
 /* ------------------------------------------------------- device-level state */
 
+/* Run once a copied message is in the provider's hands (error 0), or could
+ * not be sent (an MPI error class). */
+typedef void (*handed_fn)(struct MPI_ABI_Request *req, int error);
+
 /* A copy made by the device: eager data, an RTS, or a zero-byte answer. */
 struct bounce {
     struct ofi_op op;
@@ -110,6 +114,8 @@ struct bounce {
     int pooled;
     int has_data;
     uint64_t bits, data;
+    struct MPI_ABI_Request *req;  /* completes when the copy is handed over */
+    handed_fn handed;
     size_t len;
     unsigned char bytes[];
 };
@@ -178,7 +184,17 @@ static struct bounce *bounce_get(size_t len)
     b->len = len;
     b->has_data = 0;
     b->data = 0;
+    b->req = NULL;
+    b->handed = NULL;
     return b;
+}
+
+static void bounce_handed(struct bounce *b, int error)
+{
+    handed_fn fn = b->handed;
+    b->handed = NULL;
+    if (fn)
+        fn(b->req, error);
 }
 
 static void bounce_put(struct bounce *b)
@@ -204,14 +220,17 @@ static ssize_t bounce_post(struct ofi_op *op)
                          : fi_tinject(hashi_ofi.ep, b->bytes, b->len, to, b->bits);
         if (rc == 0) {
             hashi_wake_peer(b->dest);
+            bounce_handed(b, MPI_SUCCESS);
             bounce_put(b);  /* injected: no completion follows */
         }
         return rc;
     }
     rc = b->has_data ? fi_tsenddata(hashi_ofi.ep, b->bytes, b->len, NULL, b->data, to, b->bits, &op->ctx)
                      : fi_tsend(hashi_ofi.ep, b->bytes, b->len, NULL, to, b->bits, &op->ctx);
-    if (rc == 0)
+    if (rc == 0) {
         hashi_wake_peer(b->dest);
+        bounce_handed(b, MPI_SUCCESS);
+    }
     return rc;
 }
 
@@ -219,8 +238,10 @@ static void bounce_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *
 {
     struct bounce *b = (struct bounce *)op;
     (void)e;
-    if (err)
+    if (err) {
         hashi_log("ofi device: a buffered send to rank %d failed: %s", b->dest, fi_strerror(err->err));
+        bounce_handed(b, MPI_ERR_OTHER);  /* if it never got posted */
+    }
     bounce_put(b);
 }
 
@@ -229,9 +250,15 @@ static const struct ofi_op_class bounce_class = { "fi_tsend (buffered)", 0, boun
 /*
  * Send len bytes (copied now) with bits (and CQ data if has_data) to dest.
  * Injected directly when nothing is queued ahead, else through a bounce
- * buffer. Returns 0 or an MPI error class.
+ * buffer. handed(req, error), if given, runs once the message is in the
+ * provider's hands: at once (before this returns) or from progress when the
+ * provider refused it for a while. A request completes only then, so a rank
+ * whose requests are all complete leaves nothing behind in the device's
+ * queues (MPI_Finalize may stop progressing it). Returns 0 or an MPI error
+ * class (then handed is not called).
  */
-static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int has_data, uint64_t data)
+static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int has_data, uint64_t data,
+                       struct MPI_ABI_Request *req, handed_fn handed)
 {
     if (len <= hashi_ofi.inject_size && hashi_ofi_queue_empty(0)) {
         fi_addr_t to = hashi_ofi.peers[dest];
@@ -239,6 +266,8 @@ static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int
                               : fi_tinject(hashi_ofi.ep, buf, len, to, bits);
         if (rc == 0) {
             hashi_wake_peer(dest);
+            if (handed)
+                handed(req, MPI_SUCCESS);
             return MPI_SUCCESS;
         }
         if (rc != -FI_EAGAIN) {
@@ -255,16 +284,22 @@ static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int
     b->bits = bits;
     b->has_data = has_data;
     b->data = data;
+    b->req = req;
+    b->handed = handed;
     if (len)
         memcpy(b->bytes, buf, len);
     hashi_ofi_post(&b->op);
     return MPI_SUCCESS;
 }
 
-static void send_answer(int dest, enum ofi_ctrl_type type, uint32_t cookie)
+/* ACK or FIN to the sender; handed(req) completes the receive that owes it. */
+static void send_answer(int dest, enum ofi_ctrl_type type, uint32_t cookie, struct MPI_ABI_Request *req,
+                        handed_fn handed)
 {
-    if (send_copied(dest, ofi_tb_ctrl(type, hashi_job.rank, cookie), NULL, 0, 0, 0) != MPI_SUCCESS)
+    if (send_copied(dest, ofi_tb_ctrl(type, hashi_job.rank, cookie), NULL, 0, 0, 0, req, handed) != MPI_SUCCESS) {
         hashi_log("ofi device: answering rank %d failed; its send will not complete", dest);
+        handed(req, MPI_SUCCESS);  /* the receive itself has its data */
+    }
 }
 
 /* --------------------------------------------------------------- sends */
@@ -343,6 +378,13 @@ static void answer_recv_complete(struct ofi_op *op, const struct fi_cq_tagged_en
 static const struct ofi_op_class answer_recv_class = { "fi_trecv (ACK/FIN)", 1, answer_recv_post,
                                                        answer_recv_complete };
 
+/* An eager copy reached the provider: the send is complete. */
+static void eager_handed(struct MPI_ABI_Request *req, int error)
+{
+    tsend_of(req)->error = error;
+    tsend_finish(req);
+}
+
 static int check_send(const struct MPI_ABI_Request *req)
 {
     if (req->tag < 0 || req->tag > OFI_TAG_UB)
@@ -369,12 +411,8 @@ static int t_isend(struct MPI_ABI_Request *req)
     uint64_t bits = ofi_tb_user(req->context_id, req->my_comm_rank, req->tag);
     size_t len = req->dev_bytes;
 
-    if (len <= hashi_ofi.eager_limit && req->send_mode != HASHI_SEND_SYNC) {
-        rc = send_copied(req->dest_world, bits, req->dev_buf, len, 0, 0);
-        if (rc == MPI_SUCCESS)
-            tsend_finish(req);
-        return rc;
-    }
+    if (len <= hashi_ofi.eager_limit && req->send_mode != HASHI_SEND_SYNC)
+        return send_copied(req->dest_world, bits, req->dev_buf, len, 0, 0, req, eager_handed);
 
     s->cookie = hashi_cookie_new(&tg.cookies, req);
     if (!s->cookie)
@@ -406,7 +444,7 @@ static int t_isend(struct MPI_ABI_Request *req)
     rts.size = len;
     rts.world = hashi_job.rank;
     rts.cookie = s->cookie;
-    if (send_copied(req->dest_world, bits | OFI_TB_RNDV, &rts, sizeof rts, 1, len) != MPI_SUCCESS) {
+    if (send_copied(req->dest_world, bits | OFI_TB_RNDV, &rts, sizeof rts, 1, len, NULL, NULL) != MPI_SUCCESS) {
         /* No FIN will come: withdraw its receive, which completes the request with the error. */
         hashi_log("ofi device: sending a rendezvous request to rank %d failed", req->dest_world);
         s->error = MPI_ERR_OTHER;
@@ -444,12 +482,23 @@ static void trecv_cancelled(struct MPI_ABI_Request *req)
     hashi_request_complete(req);
 }
 
+/* The answer a receive owed is in the provider's hands: the receive is
+ * complete, with the byte count and error kept in want / error. */
+static void answered(struct MPI_ABI_Request *req, int error)
+{
+    struct trecv *r = trecv_of(req);
+    (void)error;  /* the data is here either way; send_answer logged a failure */
+    trecv_finish(req, r->want, r->error);
+}
+
 static void rndv_finish(struct MPI_ABI_Request *req)
 {
     struct trecv *r = trecv_of(req);
-    send_answer(r->peer_world, OFI_CTRL_FIN, r->peer_cookie);
-    int error = r->error ? r->error : r->size > r->want ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-    trecv_finish(req, r->error ? 0 : r->want, error);
+    if (r->error)
+        r->want = 0;
+    else if (r->size > r->want)
+        r->error = MPI_ERR_TRUNCATE;
+    send_answer(r->peer_world, OFI_CTRL_FIN, r->peer_cookie, req, answered);
 }
 
 static ssize_t read_post(struct ofi_op *op)
@@ -540,8 +589,12 @@ static void deliver(struct MPI_ABI_Request *req, uint64_t bits, uint64_t data, c
     }
     if (copy_from && n)
         memcpy(req->dev_buf, copy_from, n);
-    if (bits & OFI_TB_SYNC)
-        send_answer((int)(data >> 32), OFI_CTRL_ACK, (uint32_t)data);
+    if (bits & OFI_TB_SYNC) {
+        r->want = n;
+        r->error = truncated ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+        send_answer((int)(data >> 32), OFI_CTRL_ACK, (uint32_t)data, req, answered);
+        return;
+    }
     trecv_finish(req, n, truncated ? MPI_ERR_TRUNCATE : MPI_SUCCESS);
 }
 
