@@ -334,13 +334,14 @@ int hashi_impl_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
     if (!parent)
         return invalid_comm(func, comm, "comm");
-    int rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
     *newcomm = MPI_COMM_NULL;
     uint32_t context_id;
-    if ((rc = agree_context_id(func, parent, 1, &context_id)) != MPI_SUCCESS)
+    int rc = agree_context_id(func, parent, 1, &context_id);
+    if (rc != MPI_SUCCESS)
         return rc;
+    /* The same members in the same order: the group object is shared. */
     return comm_finish(func, parent, parent->group, context_id, newcomm);
 }
 
@@ -368,7 +369,6 @@ int hashi_impl_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
     if (!parent)
         return invalid_comm(func, comm, "comm");
-    int rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
     if (color < 0 && color != MPI_UNDEFINED)
@@ -384,7 +384,7 @@ int hashi_impl_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
     }
     entries[0] = (struct split_entry){ color, key };
-    rc = allgather_bruck(parent, HASHI_TAG_SPLIT, entries, sizeof *entries);
+    int rc = allgather_bruck(parent, HASHI_TAG_SPLIT, entries, sizeof *entries);
     if (rc != MPI_SUCCESS) {
         free(entries);
         free(members);
@@ -403,8 +403,8 @@ int hashi_impl_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
     /* Every member of the parent takes part, MPI_UNDEFINED ones included. */
     uint32_t context_id;
-    if ((rc = agree_context_id(func, parent, color != MPI_UNDEFINED, &context_id)) != MPI_SUCCESS ||
-        color == MPI_UNDEFINED) {
+    rc = agree_context_id(func, parent, color != MPI_UNDEFINED, &context_id);
+    if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
         free(members);
         return rc;
     }
@@ -434,7 +434,6 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
     if (!parent)
         return invalid_comm(func, comm, "comm");
-    int rc;
     struct MPI_ABI_Group *g = hashi_group_get(group);
     if (!g)
         return hashi_err_comm(func, comm, MPI_ERR_GROUP,
@@ -460,7 +459,8 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 
     int member = g->rank != MPI_UNDEFINED;
     uint32_t context_id;
-    if ((rc = agree_context_id(func, parent, member, &context_id)) != MPI_SUCCESS || !member)
+    int rc = agree_context_id(func, parent, member, &context_id);
+    if (rc != MPI_SUCCESS || !member)
         return rc;
     return comm_finish(func, parent, g, context_id, newcomm);
 }

@@ -319,6 +319,15 @@ int hashi_impl_Error_string(int errorcode, char *string, int *resultlen)
     return MPI_SUCCESS;
 }
 
+int hashi_err_last_used_code(void)
+{
+    if (user_code_count > 0)
+        return USER_CODE_BASE + user_code_count - 1;
+    if (user_class_count > 0)
+        return USER_CLASS_BASE + user_class_count - 1;
+    return MPI_ERR_LASTCODE;
+}
+
 int hashi_impl_Add_error_class(int *errorclass)
 {
     call_once(&user_lock_once, init_user_lock);

@@ -27,6 +27,9 @@ int hashi_err_raise(const char *func, enum hashi_obj_kind kind, const void *hand
 #define hashi_err_comm(func, comm, code, ...) \
     hashi_err_raise((func), HASHI_OBJ_COMM, (const void *)(comm), (code), __VA_ARGS__)
 
+/* The largest error code or class in use (the MPI_LASTUSEDCODE attribute). */
+int hashi_err_last_used_code(void);
+
 /* The body of every function of the standard not implemented yet. */
 int hashi_err_unsupported(const char *func, enum hashi_obj_kind kind, const void *handle);
 

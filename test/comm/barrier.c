@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int iterations = argc > 1 ? atoi(argv[1]) : 2000;
+    int iterations = argc > 1 ? atoi(argv[1]) : 500;
 
     CHECK_MPI(MPI_Barrier(MPI_COMM_SELF));
     MPI_Comm dup, parity;

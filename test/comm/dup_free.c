@@ -255,12 +255,12 @@ static void many_live(void)
     if (n <= 2) {
         CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
         int rc = MPI_SUCCESS;
-        while (created < ALL_IDS + 1) {
-            rc = MPI_Comm_dup(MPI_COMM_WORLD, &c[created < ALL_IDS ? created : 0]);
-            if (rc != MPI_SUCCESS)
-                break;
+        MPI_Comm extra = MPI_COMM_NULL;
+        while (created < ALL_IDS && (rc = MPI_Comm_dup(MPI_COMM_WORLD, &c[created])) == MPI_SUCCESS)
             created++;
-        }
+        if (rc == MPI_SUCCESS) /* all taken: one more must fail */
+            rc = MPI_Comm_dup(MPI_COMM_WORLD, &extra);
+        CHECK(extra == MPI_COMM_NULL, "a communicator was created with no context id left");
         int cls = -1;
         MPI_Error_class(rc, &cls);
         CHECK(cls == MPI_ERR_OTHER && created == ALL_IDS,

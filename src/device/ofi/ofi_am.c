@@ -48,6 +48,7 @@ struct rbuf {
 struct abounce {
     struct ofi_op op;
     struct abounce *next_free;
+    int pooled;
     int dest;
     hashi_am_done_fn handed;  /* runs once the provider took it */
     void *arg;
@@ -102,20 +103,26 @@ static struct {
 
 /* ---------------------------------------------------------------- pools */
 
-static struct abounce *bounce_get(void)
+/* Pooled bounce buffers hold small messages; bigger ones are allocated to measure. */
+#define BOUNCE_POOL_SIZE 4096
+
+static struct abounce *bounce_get(size_t len)
 {
     struct abounce *b = am.bounce_free;
-    if (b) {
+    if (len <= BOUNCE_POOL_SIZE && b) {
         am.bounce_free = b->next_free;
         am.bounce_cached--;
         return b;
     }
-    return malloc(sizeof *b + am.ops.max_send);
+    b = malloc(sizeof *b + (len <= BOUNCE_POOL_SIZE ? BOUNCE_POOL_SIZE : len));
+    if (b)
+        b->pooled = len <= BOUNCE_POOL_SIZE;
+    return b;
 }
 
 static void bounce_put(struct abounce *b)
 {
-    if (am.bounce_cached < POOL_CACHE_MAX) {
+    if (b->pooled && am.bounce_cached < POOL_CACHE_MAX) {
         b->next_free = am.bounce_free;
         am.bounce_free = b;
         am.bounce_cached++;
@@ -253,7 +260,7 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
             }
             hashi_ofi.eagain_count++;
         }
-        struct abounce *b = bounce_get();
+        struct abounce *b = bounce_get(total);
         if (!b)
             return -1;
         b->op.cls = &bounce_class;

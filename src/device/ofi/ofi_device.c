@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -326,6 +328,19 @@ static int ofi_init(char *err, size_t errlen)
     return 0;
 }
 
+/* shm's region file is named by the endpoint address without its scheme. */
+static void unlink_own_shm_name(void)
+{
+    char addr[256];
+    size_t len = sizeof addr - 1;
+    if (fi_getname(&hashi_ofi.ep->fid, addr, &len) != 0)
+        return;
+    addr[len < sizeof addr ? len : sizeof addr - 1] = '\0';
+    const char *name = strncmp(addr, "fi_shm://", 9) == 0 ? addr + 9 : addr;
+    if (shm_unlink(name) != 0)
+        HASHI_DEBUG(1, "ofi device: removing the name of shm region %s failed: %s", name, strerror(errno));
+}
+
 static int ofi_connect(char *err, size_t errlen)
 {
     hashi_ofi.peers = calloc((size_t)hashi_job.size, sizeof *hashi_ofi.peers);
@@ -370,6 +385,11 @@ static int ofi_connect(char *err, size_t errlen)
             return -1;
         }
     }
+    /* Alone with no launcher to clean up after a crash: the region only
+     * maps itself (already done when its address went into the AV), so its
+     * name can go now and an aborted singleton leaves nothing in /dev/shm. */
+    if (hashi_job.size == 1 && !hashi_job.job_dir[0] && is_shm(hashi_ofi.info))
+        unlink_own_shm_name();
     return hashi_ofi.matching == OFI_MATCH_TAGGED ? hashi_ofi_tagged_connect(err, errlen)
                                                   : hashi_ofi_am_connect(err, errlen);
 }

@@ -4,8 +4,10 @@
  *
  * Protocols
  *   eager (<= HASHI_OFI_EAGER_LIMIT): fi_tinject when it fits the provider's
- *     inject size, else a copy in a device bounce buffer; either way the
- *     request completes at once.
+ *     inject size, else a copy in a device bounce buffer; the request
+ *     completes as soon as the copy is in the provider's hands (at once,
+ *     unless the provider refused it for a moment: shm does on first contact
+ *     with a peer until that peer progresses).
  *   synchronous eager: the data goes from the user buffer with the SYNC bit;
  *     the receiver answers ACK after the match; completes on both.
  *   rendezvous (larger): the sender registers its buffer and sends an RTS
@@ -20,10 +22,11 @@
  *   peek: fi_trecvmsg(FI_PEEK), Mprobe FI_PEEK|FI_CLAIM then an FI_CLAIM
  *     receive (tcp / ofi_rxm).
  *   recv: for providers whose FI_PEEK consumes the message (shm in libfabric
- *     1.17 treats it as a zero-byte receive), a probe receives the message
- *     into a device buffer, keeps it on a "pulled" list, and later receives
- *     look there before posting to the provider. HASHI_OFI_PROBE=auto tests
- *     the provider with a message to itself at start-up.
+ *     1.17 treats it as a zero-byte receive) or whose FI_CLAIM delivers the
+ *     wrong length (udp / ofi_rxd 1.17), a probe receives the message into a
+ *     device buffer, keeps it on a "pulled" list, and later receives look
+ *     there before posting to the provider. HASHI_OFI_PROBE=auto uses what
+ *     the start-up check (ofi_selftest.c) found.
  *
  * Receives smaller than an RTS land in a 32-byte buffer inside the request
  * (then copied) so an RTS is never truncated and its sender always gets FIN.
@@ -51,7 +54,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/uio.h>
-
 
 extern struct hashi_device_ops hashi_device_ofi;
 
@@ -164,6 +166,9 @@ static struct {
 } tg;
 
 #define BOUNCE_CACHE_MAX 64
+/* Bounce buffers are pooled at one size, at most this (bigger copies, with a
+ * large HASHI_OFI_EAGER_LIMIT, are allocated to measure). */
+#define BOUNCE_POOL_SIZE_MAX (64 * 1024)
 
 /* --------------------------------------------------------------- bounce */
 
@@ -296,6 +301,11 @@ static int send_copied(int dest, uint64_t bits, const void *buf, size_t len, int
 static void send_answer(int dest, enum ofi_ctrl_type type, uint32_t cookie, struct MPI_ABI_Request *req,
                         handed_fn handed)
 {
+    if (dest < 0 || dest >= hashi_job.size) {
+        hashi_log("ofi device: a message asks for an answer to rank %d, outside the job", dest);
+        handed(req, MPI_SUCCESS);
+        return;
+    }
     if (send_copied(dest, ofi_tb_ctrl(type, hashi_job.rank, cookie), NULL, 0, 0, 0, req, handed) != MPI_SUCCESS) {
         hashi_log("ofi device: answering rank %d failed; its send will not complete", dest);
         handed(req, MPI_SUCCESS);  /* the receive itself has its data */
@@ -1020,7 +1030,7 @@ int hashi_ofi_tagged_init(char *err, size_t errlen)
     (void)err;
     (void)errlen;
     memset(&tg, 0, sizeof tg);
-    tg.bounce_size = hashi_ofi.eager_limit;
+    tg.bounce_size = hashi_ofi.eager_limit < BOUNCE_POOL_SIZE_MAX ? hashi_ofi.eager_limit : BOUNCE_POOL_SIZE_MAX;
     hashi_cookies_init(&tg.cookies);
     hashi_device_ofi.p2p = (struct hashi_device_p2p_ops){
         .isend = t_isend,
