@@ -566,11 +566,6 @@ int hashi_impl_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 
 /* ---- predefined attributes ---- */
 
-/* errors.c's highest error code or class in use, user-added ones included
- * (MPI_LASTUSEDCODE); weak until that file provides it. */
-int hashi_err_last_used_code(void);
-#pragma weak hashi_err_last_used_code
-
 /* What the attribute values point to: MPI hands out addresses of ints. */
 static int attr_tag_ub;                         /* the device's limit, known after MPI_Init */
 static const int attr_host = MPI_PROC_NULL;     /* no host process */
@@ -607,7 +602,7 @@ static int comm_get_attr(const char *func, MPI_Comm comm, int keyval, void *attr
         value = attr_appnum >= 0 ? &attr_appnum : NULL;
         break;
     case MPI_LASTUSEDCODE:
-        atomic_store(&attr_last_used_code, hashi_err_last_used_code ? hashi_err_last_used_code() : MPI_ERR_LASTCODE);
+        atomic_store(&attr_last_used_code, hashi_err_last_used_code());
         value = (const int *)&attr_last_used_code;
         break;
     default:

@@ -129,27 +129,32 @@ static void churn(int cycles)
         CHECK_MPI(MPI_Comm_free(&live[i]));
 }
 
-/* Communicators of different parents, members overlapping in many ways. */
+/* Communicators of different parents, members overlapping in many ways;
+ * each is created while the ones before it are alive, so an id one of them
+ * failed to hold would be handed out again (a dup of a created one, a split
+ * of a split). */
 static void overlapping(void)
 {
-    enum { WORLD, DUP, PARITY, HALVES, PARITY_SUB, HALVES_CREATE, COUNT };
+    enum { WORLD, DUP, PARITY, HALVES, HALVES_CREATE, PARITY_SUB, CREATE_COPY, COUNT };
     MPI_Comm c[COUNT];
     c[WORLD] = MPI_COMM_WORLD;
     CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c[DUP]));
     CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &c[PARITY]));
     CHECK_MPI(MPI_Comm_split(c[DUP], me < n / 2, -me, &c[HALVES]));
-    int prank;
-    MPI_Comm_rank(c[PARITY], &prank);
-    CHECK_MPI(MPI_Comm_split(c[PARITY], prank % 2, prank, &c[PARITY_SUB]));
     MPI_Group halves_group;
     CHECK_MPI(MPI_Comm_group(c[HALVES], &halves_group));
     CHECK_MPI(MPI_Comm_create(c[HALVES], halves_group, &c[HALVES_CREATE]));
     MPI_Group_free(&halves_group);
+    int prank;
+    MPI_Comm_rank(c[PARITY], &prank);
+    CHECK_MPI(MPI_Comm_split(c[PARITY], prank % 2, prank, &c[PARITY_SUB]));
+    CHECK_MPI(MPI_Comm_dup(c[HALVES_CREATE], &c[CREATE_COPY]));
 
     /* all of them at once, twice (ids must not drift between rounds) */
     check_isolation(c, COUNT, 0, "overlapping communicators", 1);
     check_isolation(c, COUNT, 1, "overlapping communicators", 1);
     expect_compare(c[HALVES_CREATE], c[HALVES], MPI_CONGRUENT, "create(halves) vs halves", 0);
+    expect_compare(c[CREATE_COPY], c[HALVES_CREATE], MPI_CONGRUENT, "dup of create(halves) vs it", 0);
     expect_compare(c[DUP], c[WORLD], MPI_CONGRUENT, "dup vs world", 0);
 
     for (int i = 1; i < COUNT; i++)
