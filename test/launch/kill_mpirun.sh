@@ -61,7 +61,8 @@ mpirun_pid=$!
 
 # Wait (up to 20 s) for the four ranks to report.
 tries=0
-while [ "$(grep -c '^sleeper rank' "$out" 2>/dev/null)" -lt 4 ]; do
+# (the background job may not have created $out yet: read it through cat)
+while [ "$(cat "$out" 2>/dev/null | grep -c '^sleeper rank')" -lt 4 ]; do
     kill -0 "$mpirun_pid" 2>/dev/null || fail "mpirun exited before all ranks started"
     tries=$((tries + 1))
     [ $tries -gt 200 ] && fail "the four ranks did not start within 20 s"

@@ -588,7 +588,8 @@ static void ofi_finalize(void)
 
 struct hashi_device_ops hashi_device_ofi = {
     .name = "ofi",
-    .description = "reference device: libfabric tagged messages on RDM endpoints (FI_PROVIDER selects the provider)",
+    .description = "reference device: libfabric RDM endpoints (FI_PROVIDER), matching by the provider's tagged "
+                   "messages or by Hashi's matching core (HASHI_OFI_MATCHING)",
     .transports = NULL,
     .init = ofi_init,
     .connect = ofi_connect,
