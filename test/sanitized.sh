@@ -7,6 +7,10 @@ set -u
 src=$1 build=$2 py=$3
 shift 3
 san=$build/sanitized
+# This runs inside the outer tree's `make check`, whose command-line variables
+# (TEST_LOGS=...) reach any make started here through MAKEFLAGS: drop them, or
+# the copy would run the outer tree's whole test list (this script included).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 mkdir -p "$san" && cd "$san" || exit 1
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 if [ ! -f Makefile ] || [ "$src/configure" -nt config.status ]; then
@@ -17,8 +21,7 @@ if [ ! -f Makefile ] || [ "$src/configure" -nt config.status ]; then
         exit 1
     fi
 fi
-# `make check TESTS=` builds every test program and runs none.
-if ! { make -j2 all && make -j2 check TESTS=; } >make.log 2>&1; then
+if ! { make -j2 all && make -j2 $(make -s print-check-programs); } >make.log 2>&1; then
     echo "Bail out! building the sanitized copy failed (see $san/make.log)"
     grep -E 'error|Error' make.log | head -n 20
     exit 1

@@ -411,7 +411,6 @@ int hashi_ofi_am_init(char *err, size_t errlen)
         .get = am_get,
         .progress = am_progress,
     };
-    am.rbuf_size = 8 * max_send > RBUF_MIN_SIZE ? 8 * max_send : RBUF_MIN_SIZE;
     const char *rndv = hashi_param_str(HASHI_P_OFI_CORE_RNDV);
     enum hashi_am_rndv mode = strcasecmp(rndv, "get") == 0       ? HASHI_AM_RNDV_GET
                               : strcasecmp(rndv, "chunked") == 0 ? HASHI_AM_RNDV_CHUNKED
@@ -427,7 +426,11 @@ int hashi_ofi_am_connect(char *err, size_t errlen)
     /* Every message must fit the space left in a buffer, or the provider
      * releases the buffer and takes the next one. (After fi_enable: shm in
      * libfabric 1.17 crashes on this option before.) */
-    size_t min_free = am.ops.max_send;
+    /* Room for the largest message any rank sends (eager limits may differ). */
+    size_t min_free = hashi_ofi.peer_eager_max + HASHI_AM_HDR_MAX;
+    if (min_free < am.ops.max_send)
+        min_free = am.ops.max_send;
+    am.rbuf_size = 4 * min_free > RBUF_MIN_SIZE ? 4 * min_free : RBUF_MIN_SIZE;
     int rc = fi_setopt(&hashi_ofi.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_free, sizeof min_free);
     if (rc) {
         snprintf(err, errlen, "ofi device: setting FI_OPT_MIN_MULTI_RECV failed: %s", fi_strerror(-rc));
@@ -445,7 +448,7 @@ int hashi_ofi_am_connect(char *err, size_t errlen)
         hashi_ofi_post(&rb->op);
     }
     HASHI_DEBUG(1, "ofi device: core matching, %d receive buffers of %zu bytes, messages up to %zu bytes",
-                RBUF_COUNT, am.rbuf_size, am.ops.max_send);
+                RBUF_COUNT, am.rbuf_size, min_free);
     return 0;
 }
 

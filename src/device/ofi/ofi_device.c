@@ -256,8 +256,8 @@ static int read_params(enum ofi_matching *want, char *err, size_t errlen)
                                            : OFI_MATCH_AUTO;
     int64_t eager = hashi_param_int(HASHI_P_OFI_EAGER_LIMIT);
     int64_t max_msg = hashi_param_int(HASHI_P_OFI_MAX_MSG);
-    if (eager < 0 || eager > (1 << 30)) {
-        snprintf(err, errlen, "ofi device: HASHI_OFI_EAGER_LIMIT=%lld is out of range (0 .. 1g)", (long long)eager);
+    if (eager < 0 || eager > (16 << 20)) {
+        snprintf(err, errlen, "ofi device: HASHI_OFI_EAGER_LIMIT=%lld is out of range (0 .. 16m)", (long long)eager);
         return -1;
     }
     if (max_msg < 4096) {
