@@ -274,6 +274,13 @@ static int ofi_init(char *err, size_t errlen)
 {
     enum ofi_matching want, caps;
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
+    /* ofi_rxm (the tcp path) accepts only 2048 posted receives by default;
+     * receives beyond that wait in rx_pending in posting order, and a program
+     * with thousands outstanding (test/p2p/many) could then starve a later
+     * receive on another context that its peers need first. A deeper queue
+     * (read when libfabric loads, so before fi_getinfo) covers 16k; the user's
+     * own FI_OFI_RXM_RX_SIZE wins. */
+    setenv("FI_OFI_RXM_RX_SIZE", "16384", 0);
     if (read_params(&want, err, errlen) != 0 || get_info(want, &caps, err, errlen) != 0)
         return -1;
     struct fi_info *info = hashi_ofi.info;
