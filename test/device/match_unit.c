@@ -47,15 +47,25 @@ static struct recv *post(struct hashi_mq *q, uint32_t ctx, int src, int tag, int
     return r;
 }
 
-static int arrive(struct hashi_mq *q, uint32_t ctx, int src, int tag)
+/* The id of the receive an arrival matched (-1: none); *matched, if given,
+ * gets the receive instead of it being freed. */
+static int arrive_take(struct hashi_mq *q, uint32_t ctx, int src, int tag, struct recv **matched)
 {
     struct hashi_mq_posted *p = hashi_mq_match_arrival(q, ctx, src, tag);
     if (!p)
         return -1;
     struct recv *r = container_of(p, struct recv, p);
     int id = r->id;
-    free(r);
+    if (matched)
+        *matched = r;
+    else
+        free(r);
     return id;
+}
+
+static int arrive(struct hashi_mq *q, uint32_t ctx, int src, int tag)
+{
+    return arrive_take(q, ctx, src, tag, NULL);
 }
 
 static void queue_unexp(struct hashi_mq *q, uint32_t ctx, int src, int tag, int id)
@@ -241,13 +251,17 @@ static void randomized(int steps, int nsrc, int ntag, int nctx)
         case 2:
         case 3: { /* a message arrives */
             int want = ref_arrive(ctx, src, tag);
-            int got = arrive(&q, ctx, src, tag);
+            struct recv *matched = NULL;
+            int got = arrive_take(&q, ctx, src, tag, &matched);
             CHECK(got == want, "step %d: arrival (%u,%d,%d) matched receive %d, reference %d", step, ctx, src, tag,
                   got, want);
-            if (got >= 0) {
+            if (matched) {
                 for (int i = 0; i < nlive; i++)
-                    if (live[i] && live[i]->id == got)
+                    if (live[i] == matched) {
                         live[i] = live[--nlive];
+                        break;
+                    }
+                free(matched);
             } else if (nrefs < NREF) {
                 queue_unexp(&q, ctx, src, tag, id);
                 ref_add(1, ctx, src, tag, id);

@@ -393,6 +393,8 @@ static int parse(const void *msg, size_t len, struct am_hdr *h)
         return -1;
     if (h->type == AM_RTS && (h->rkey_len > HASHI_AM_RKEY_MAX || len < sizeof *h + h->rkey_len))
         return -1;
+    if ((h->type == AM_EAGER || h->type == AM_EAGER_SYNC) && len - sizeof *h != h->size)
+        return -1;  /* the payload is exactly the size it claims */
     return 0;
 }
 
