@@ -88,6 +88,8 @@ fi
 
 say "demo: mpirun -n 2 hello"
 "$PREFIX/bin/mpirun" -n 2 "$BUILD/examples/hello"
+say "demo: mpirun -n 2 ping-pong on the default device (examples/bench/p2p_bench)"
+"$PREFIX/bin/mpirun" -n 2 "$BUILD/examples/bench/p2p_bench" latency 4096
 echo
 echo "Hashi is installed in $PREFIX. To use it:"
 echo "  export PATH=\"$PREFIX/bin:\$PATH\""
