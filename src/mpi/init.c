@@ -25,13 +25,6 @@ struct MPI_ABI_Comm hashi_comm_world = { .magic = HASHI_COMM_MAGIC, .refcount = 
 struct MPI_ABI_Comm hashi_comm_self = { .magic = HASHI_COMM_MAGIC, .refcount = 1, .name = "MPI_COMM_SELF" };
 
 void hashi_errors_init(void);
-/* INTEGRATION: weak while the parts land in parallel; made strong once all are in. */
-#pragma weak hashi_types_init
-#pragma weak hashi_comms_init
-#pragma weak hashi_comms_finalize
-#pragma weak hashi_p2p_init
-#pragma weak hashi_p2p_finalize
-#define CALL_IF_PRESENT(fn) do { if (fn) fn(); } while (0)
 void hashi_info_env_init(int argc, char **argv);
 
 static int fence_released(void *flag)
@@ -92,9 +85,9 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     hashi_comm_self.size = 1;
     hashi_comm_self.context_id = 2;
     hashi_errors_init();
-    CALL_IF_PRESENT(hashi_types_init);
-    CALL_IF_PRESENT(hashi_comms_init);
-    CALL_IF_PRESENT(hashi_p2p_init);
+    hashi_types_init();
+    hashi_comms_init();
+    hashi_p2p_init();
 
     hashi_thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
                        : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
@@ -145,13 +138,13 @@ int hashi_impl_Finalize(void)
      * fence through the launcher during which the device keeps progressing
      * (a send may count as complete while the provider still holds its data
      * for a peer), so no peer waits for this rank's progress in vain. */
-    CALL_IF_PRESENT(hashi_p2p_finalize);
+    hashi_p2p_finalize();
     _Atomic int fenced = 0;
     if (hashi_rt_fence_start(&fenced, err, sizeof err) != 0)
         hashi_log("MPI_Finalize: %s", err);
     else
         hashi_progress_wait_until(fence_released, (void *)&fenced);
-    CALL_IF_PRESENT(hashi_comms_finalize);
+    hashi_comms_finalize();
     hashi_device->finalize();
     hashi_wake_detach();
     atomic_store(&hashi_init_state, HASHI_STATE_FINALIZED);
