@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <pthread.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -48,9 +49,20 @@ static void watched_signals(sigset_t *set)
  * ignored (a script's background job ignores SIGINT): mpirun stays
  * interruptible, as other mpiruns are. An ignored SIGHUP is a nohup, kept.
  */
+static pthread_t main_thread;
+
+/* A thread that unblocks the watched signals (PMIx's do) hands them back to the
+ * main thread, where they stay blocked and wait for the signalfd. */
+static void forward_to_main(int sig)
+{
+    if (!pthread_equal(pthread_self(), main_thread))
+        pthread_kill(main_thread, sig);
+}
+
 static void setup_signals(struct job *job)
 {
-    struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN }, old;
+    struct sigaction dfl = { .sa_handler = forward_to_main }, ign = { .sa_handler = SIG_IGN }, old;
+    main_thread = pthread_self();
     sigset_t watched;
     watched_signals(&watched);
     sigprocmask(SIG_BLOCK, &watched, &job->saved_sigmask);
