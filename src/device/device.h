@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 struct MPI_ABI_Request;
 struct hashi_message;      /* a message matched by Mprobe, owned by the device */
 
@@ -98,6 +100,26 @@ struct hashi_device_p2p_ops {
     int tag_ub;
 };
 
+/*
+ * Optional collectives a device runs itself (DIMMnet: barrier on LLCM flags;
+ * Maestro: switch barrier; DCFA: offload to the host process). Each entry may
+ * be NULL. The blocking collective calls them before the generic schedule:
+ * MPI_SUCCESS means done, HASHI_DEVICE_COLL_DECLINE that the generic
+ * algorithm should run (a communicator or size the device does not handle),
+ * anything else is an MPI error class. Arguments are already checked; data
+ * is contiguous bytes (the caller packs derived types or declines).
+ */
+#define HASHI_DEVICE_COLL_DECLINE (-1)
+struct MPI_ABI_Comm;
+struct hashi_device_coll_ops {
+    int (*barrier)(struct MPI_ABI_Comm *comm);
+    int (*bcast)(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *comm);
+    /* sendbuf is never MPI_IN_PLACE here (the caller copies first); a device
+     * declines types or ops it has no kernel for. */
+    int (*allreduce)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                     struct MPI_ABI_Comm *comm);
+};
+
 struct hashi_device_ops {
     const char *name;
     const char *description;
@@ -111,6 +133,8 @@ struct hashi_device_ops {
     void (*finalize)(void);
     /* Point-to-point, filled by init (a device may choose its shape at run time). */
     struct hashi_device_p2p_ops p2p;
+    /* Collectives the device runs itself (all NULL: the generic ones). */
+    struct hashi_device_coll_ops coll;
 };
 
 /* The device chosen at MPI_Init. */

@@ -62,7 +62,8 @@ struct MPI_ABI_Comm {
     char name[MPI_MAX_OBJECT_NAME];
     void *attributes;             /* cached attributes (keyvals) */
     void *topology;               /* Cartesian / graph / dist-graph, or NULL */
-    void *coll_state;             /* per-communicator collective state (tags, schedules) */
+    void *coll_state;             /* per-communicator collective state (coll/), or NULL */
+    uint32_t coll_seq;            /* collective sequence: the next schedule's tag (coll/sched.c) */
 };
 #define HASHI_COMM_MAGIC 0x434f4d4du
 extern struct MPI_ABI_Comm hashi_comm_world, hashi_comm_self;
