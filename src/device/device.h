@@ -25,6 +25,8 @@
 
 #include <mpi.h>
 
+#include "runtime/export.h"
+
 struct MPI_ABI_Request;
 struct hashi_message;      /* a message matched by Mprobe, owned by the device */
 
@@ -136,6 +138,9 @@ struct hashi_device_ops {
     /* Collectives the device runs itself (all NULL: the generic ones). */
     struct hashi_device_coll_ops coll;
 };
+
+/* What HASHI_DEVICE=auto picks, and why (hashi_info prints it). */
+HASHI_EXPORT extern const char hashi_device_auto_policy[];
 
 /* The device chosen at MPI_Init. */
 extern struct hashi_device_ops *hashi_device;

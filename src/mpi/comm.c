@@ -1,73 +1,24 @@
 /*
- * Communicators: MPI_COMM_WORLD and MPI_COMM_SELF, creation (dup, split,
- * create) with context ids agreed over the parent, freeing by reference
- * count, comparison, names, the predefined attributes and the generic
- * barrier. Design and measurements: docs/communicators.md.
+ * Communicators: MPI_COMM_WORLD and MPI_COMM_SELF, creation (dup, idup,
+ * split, split_type, create, create_group) with context ids agreed over the
+ * parent (contextid.c), freeing by reference count, comparison, names,
+ * hints, the predefined attributes and the generic barrier. Design and
+ * measurements: docs/communicators.md.
  */
+#include "mpi/attr.h"
 #include "mpi/comm.h"
+#include "mpi/handles.h"
+#include "mpi/info.h"
 #include "mpi/p2p.h"
+#include "mpi/topo.h"
 #include "runtime/rt.h"
 
+#include <hwloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
-
-/* ---- context ids ---- */
-
-/*
- * The pool of context id pairs of this process: bit p of free_pairs set means
- * ids 2p (user point-to-point) and 2p+1 (internal) are not used by any
- * communicator this process belongs to. 16-bit ids give 32768 pairs, a 4 KiB
- * map. Agreements look at it one window of 2048 pairs (256 bytes) at a time,
- * so the usual creation moves 256 bytes per step, not 4 KiB.
- */
-#define CONTEXT_PAIRS (1u << (HASHI_CONTEXT_ID_BITS - 1))
-#define CONTEXT_MASK_WORDS (CONTEXT_PAIRS / 32)
-#define CONTEXT_WINDOW_WORDS 64u
-static struct {
-    mtx_t lock;  /* the map is per process; threads creating communicators share it */
-    uint32_t free_pairs[CONTEXT_MASK_WORDS];
-} context_pool;
-
-static void context_pool_init(void)
-{
-    mtx_init(&context_pool.lock, mtx_plain);
-    memset(context_pool.free_pairs, 0xff, sizeof context_pool.free_pairs);
-    /* MPI_COMM_WORLD (0/1) and MPI_COMM_SELF (2/3) */
-    context_pool.free_pairs[0] &= ~((UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)));
-}
-
-/* Copy `words` words of the map from word `first` on. */
-static void context_pool_snapshot(uint32_t *mask, uint32_t first, uint32_t words)
-{
-    mtx_lock(&context_pool.lock);
-    memcpy(mask, context_pool.free_pairs + first, words * sizeof *mask);
-    mtx_unlock(&context_pool.lock);
-}
-
-/* Take pair p; 0, or -1 if it was not free here (an agreement bug). */
-static int context_pool_take(uint32_t pair)
-{
-    uint32_t bit = UINT32_C(1) << (pair % 32);
-    int rc = -1;
-    mtx_lock(&context_pool.lock);
-    if (context_pool.free_pairs[pair / 32] & bit) {
-        context_pool.free_pairs[pair / 32] &= ~bit;
-        rc = 0;
-    }
-    mtx_unlock(&context_pool.lock);
-    return rc;
-}
-
-static void context_pool_put(uint32_t context_id)
-{
-    uint32_t pair = context_id / 2;
-    mtx_lock(&context_pool.lock);
-    context_pool.free_pairs[pair / 32] |= UINT32_C(1) << (pair % 32);
-    mtx_unlock(&context_pool.lock);
-}
+#include <strings.h>
 
 /* ---- point-to-point on the internal context ---- */
 
@@ -92,69 +43,6 @@ static int exchange(struct MPI_ABI_Comm *c, int tag, const void *sbuf, size_t sb
     return hashi_waitall_internal(2, reqs);
 }
 
-static int send_internal(struct MPI_ABI_Comm *c, int tag, const void *buf, size_t bytes, int dest)
-{
-    struct MPI_ABI_Request *req;
-    int rc = hashi_isend_internal(buf, (MPI_Count)bytes, MPI_BYTE, dest, tag, c, hashi_comm_coll_context(c), &req);
-    return rc != MPI_SUCCESS ? rc : hashi_wait_internal(req, MPI_STATUS_IGNORE);
-}
-
-static int recv_internal(struct MPI_ABI_Comm *c, int tag, void *buf, size_t bytes, int source)
-{
-    struct MPI_ABI_Request *req;
-    int rc = hashi_irecv_internal(buf, (MPI_Count)bytes, MPI_BYTE, source, tag, c, hashi_comm_coll_context(c), &req);
-    return rc != MPI_SUCCESS ? rc : hashi_wait_internal(req, MPI_STATUS_IGNORE);
-}
-
-/*
- * Bitwise AND of `words` words over every member of c, result everywhere
- * (recursive doubling: log2(n) exchanges of the whole buffer). For a size n
- * that is not a power of two, the first 2*(n - p) ranks (p the largest power
- * of two <= n) pair up: the even one of each pair hands its data to the odd
- * one and gets the result back at the end, so p ranks do the doubling.
- * `scratch` holds one incoming buffer.
- */
-static int allreduce_band(struct MPI_ABI_Comm *c, int tag, uint32_t *buf, uint32_t *scratch, size_t words)
-{
-    int n = c->size, rank = c->rank, rc = MPI_SUCCESS;
-    size_t bytes = words * sizeof *buf;
-    if (n == 1)
-        return MPI_SUCCESS;
-    int pof2 = 1;
-    while (pof2 * 2 <= n)
-        pof2 *= 2;
-    int extra = n - pof2;
-    int vrank; /* rank among the p ranks doing the doubling, or -1 */
-    if (rank < 2 * extra) {
-        if (rank % 2 == 0) {
-            if ((rc = send_internal(c, tag, buf, bytes, rank + 1)) != MPI_SUCCESS)
-                return rc;
-            vrank = -1;
-        } else {
-            if ((rc = recv_internal(c, tag, scratch, bytes, rank - 1)) != MPI_SUCCESS)
-                return rc;
-            for (size_t i = 0; i < words; i++)
-                buf[i] &= scratch[i];
-            vrank = rank / 2;
-        }
-    } else {
-        vrank = rank - extra;
-    }
-    if (vrank >= 0) {
-        for (int mask = 1; mask < pof2; mask <<= 1) {
-            int vpeer = vrank ^ mask;
-            int peer = vpeer < extra ? 2 * vpeer + 1 : vpeer + extra;
-            if ((rc = exchange(c, tag, buf, bytes, peer, scratch, bytes, peer)) != MPI_SUCCESS)
-                return rc;
-            for (size_t i = 0; i < words; i++)
-                buf[i] &= scratch[i];
-        }
-    }
-    if (rank < 2 * extra)
-        rc = rank % 2 == 0 ? recv_internal(c, tag, buf, bytes, rank + 1) : send_internal(c, tag, buf, bytes, rank - 1);
-    return rc;
-}
-
 /*
  * Allgather of `block` bytes from every member (Bruck: ceil(log2 n) steps
  * for any n). In step k each rank holds the blocks of ranks rank..rank+2^k-1,
@@ -176,46 +64,11 @@ static int allgather_bruck(struct MPI_ABI_Comm *c, int tag, void *out, size_t bl
     return MPI_SUCCESS;
 }
 
-/*
- * Agree on a context id for a communicator being made from `parent`: every
- * member of the parent contributes its map of free pairs, the AND over the
- * parent gives the pairs free in all of them, and the lowest wins (the same
- * answer everywhere). The maps go one window at a time, lowest first; all
- * members see the same AND, so they move to the next window together, and
- * the answer is the same as with the whole map. Only the members of the new
- * communicator (`join`) take the pair from their pool; the others just
- * helped decide. Because the id is free in every member of the parent, it
- * differs from the id of every communicator any of them is already in,
- * whatever its parent was.
- */
-static int agree_context_id(const char *func, struct MPI_ABI_Comm *parent, int join, uint32_t *context_id)
-{
-    uint32_t mask[CONTEXT_WINDOW_WORDS], scratch[CONTEXT_WINDOW_WORDS];
-    uint32_t pair = CONTEXT_PAIRS;
-    for (uint32_t first = 0; first < CONTEXT_MASK_WORDS && pair == CONTEXT_PAIRS; first += CONTEXT_WINDOW_WORDS) {
-        context_pool_snapshot(mask, first, CONTEXT_WINDOW_WORDS);
-        int rc = allreduce_band(parent, HASHI_TAG_CONTEXT_ID, mask, scratch, CONTEXT_WINDOW_WORDS);
-        if (rc != MPI_SUCCESS)
-            return hashi_err_comm(func, parent, rc, "agreeing on a context id with the other members failed");
-        for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
-            if (mask[w]) {
-                pair = (first + w) * 32 + (uint32_t)__builtin_ctz(mask[w]);
-                break;
-            }
-        }
-    }
-    if (pair == CONTEXT_PAIRS)
-        return hashi_err_comm(func, parent, MPI_ERR_OTHER,
-                              "all %u communicator context ids are in use by some member of the communicator "
-                              "(free communicators that are no longer needed)", CONTEXT_PAIRS);
-    if (join && context_pool_take(pair) != 0)
-        return hashi_err_comm(func, parent, MPI_ERR_INTERN, "agreed context id %u is not free in this process",
-                              2 * pair);
-    *context_id = 2 * pair;
-    return MPI_SUCCESS;
-}
-
 /* ---- communicator objects ---- */
+
+/* A stand-in for MPI_Comm_create_group's agreement among the group's
+ * members: it borrows the parent's context and owns none (see comm_release). */
+#define HASHI_COMM_BORROWED_MAGIC 0x434f4d42u
 
 static int comm_is_static(const struct MPI_ABI_Comm *c)
 {
@@ -234,17 +87,28 @@ void hashi_comm_release(struct MPI_ABI_Comm *c)
         return;
     if (atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    if (c->magic == HASHI_COMM_BORROWED_MAGIC) {
+        hashi_group_release(c->group);
+        free(c);
+        return;
+    }
     /* The last pending operation is done: nothing can match this context any more. */
     hashi_p2p_comm_destroyed(c);
-    context_pool_put(c->context_id);
+    hashi_handle_forget(c);
+    if (c->magic == HASHI_COMM_MAGIC) /* not an idup that failed before it got its id */
+        hashi_context_put(c->context_id);
+    hashi_attr_discard(&c->attributes); /* only left when creation failed half way */
+    hashi_topo_free(c->topology);
+    hashi_info_destroy(c->info);
     hashi_group_release(c->group);
     hashi_errhandler_release(c->errhandler);
     c->magic = 0; /* a stale handle used later fails the magic check (most of the time) */
     free(c);
 }
 
-/* A communicator over `group` (retained) with a context id taken from the pool,
- * inheriting the parent's error handler (MPI: new communicators do). */
+/* A communicator object over `group` (retained), inheriting the parent's
+ * error handler (MPI: new communicators do). The name is not inherited;
+ * attributes, topology and hints are the callers' business. */
 static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t context_id,
                                      struct MPI_ABI_Errhandler *errhandler)
 {
@@ -262,29 +126,61 @@ static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t conte
         hashi_errhandler_retain(errhandler);
     c->errhandler = errhandler;
     atomic_init(&c->refcount, 1);
-    /* Not inherited: the name (MPI), topology and cached attributes (their
-     * layers copy what the standard says when they arrive). */
     return c;
 }
 
-/* Finish creating: the object, or MPI_ERR_NO_MEM with the context id returned. */
-static int comm_finish(const char *func, struct MPI_ABI_Comm *parent, struct MPI_ABI_Group *group,
-                       uint32_t context_id, MPI_Comm *newcomm)
-{
-    struct MPI_ABI_Comm *c = comm_new(group, context_id, parent->errhandler);
-    if (!c) {
-        context_pool_put(context_id);
-        return hashi_err_comm(func, parent, MPI_ERR_NO_MEM, "out of memory");
-    }
-    *newcomm = c;
-    return MPI_SUCCESS;
-}
-
-/* The error for a communicator argument that is not one. */
-static int invalid_comm(const char *func, MPI_Comm h, const char *argname)
+int hashi_err_invalid_comm(const char *func, MPI_Comm h, const char *argname)
 {
     return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
                            h == MPI_COMM_NULL ? "%s is MPI_COMM_NULL" : "%s is not a valid communicator", argname);
+}
+
+/* The start of the calls that ask a communicator something: MPI initialized,
+ * comm valid, the pointer argument `argname` (arg) not NULL. The
+ * communicator, or NULL with the raised error in *rc. */
+static struct MPI_ABI_Comm *comm_query(const char *func, MPI_Comm comm, const void *arg, const char *argname, int *rc)
+{
+    if (hashi_init_state != HASHI_STATE_INITIALIZED) {
+        *rc = hashi_err_not_initialized(func);
+        return NULL;
+    }
+    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    if (!c)
+        *rc = hashi_err_invalid_comm(func, comm, "comm");
+    else if (!arg)
+        *rc = hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", argname);
+    return arg ? c : NULL;
+}
+
+/* The error of a failed context id agreement, raised on the parent. */
+static int agreement_error(const char *func, struct MPI_ABI_Comm *parent, int rc, int exhausted)
+{
+    if (exhausted)
+        return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_OTHER,
+                              "all %u communicator context ids are in use by some member of the communicator "
+                              "(free communicators that are no longer needed)", hashi_context_pairs());
+    return hashi_err_comm(func, hashi_comm_handle(parent), rc,
+                          "agreeing on a context id with the other members failed");
+}
+
+int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int member, struct MPI_ABI_Group *group,
+                           struct MPI_ABI_Comm **out)
+{
+    uint32_t context_id;
+    int exhausted = 0;
+    *out = NULL;
+    int rc = hashi_context_agree(parent, member, -1, &context_id, &exhausted);
+    if (rc != MPI_SUCCESS)
+        return agreement_error(func, parent, rc, exhausted);
+    if (!member)
+        return MPI_SUCCESS;
+    struct MPI_ABI_Comm *c = comm_new(group ? group : parent->group, context_id, parent->errhandler);
+    if (!c) {
+        hashi_context_put(context_id);
+        return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
+    }
+    *out = c;
+    return MPI_SUCCESS;
 }
 
 /* ---- set-up and tear-down ---- */
@@ -294,7 +190,7 @@ static int attr_universe_size, attr_appnum;  /* MPI_UNIVERSE_SIZE, MPI_APPNUM: f
 void hashi_comms_init(void)
 {
     hashi_groups_init();
-    context_pool_init();
+    hashi_context_pool_init();
 
     hashi_comm_world.context_id = HASHI_CONTEXT_WORLD;
     hashi_comm_world.group = &hashi_group_world;
@@ -312,38 +208,283 @@ void hashi_comms_init(void)
     attr_appnum = hashi_job.appnum;
 }
 
+void hashi_comms_finalize_attributes(void)
+{
+    /* MPI_COMM_SELF first, newest attribute first: the standard's order, so
+     * libraries can hook MPI_Finalize. A failing callback stops nothing
+     * here: MPI_Finalize goes on. */
+    struct MPI_ABI_Comm *predefined[] = { &hashi_comm_self, &hashi_comm_world };
+    for (size_t i = 0; i < sizeof predefined / sizeof *predefined; i++) {
+        if (hashi_attr_delete_all(HASHI_ATTR_COMM, hashi_comm_handle(predefined[i]), &predefined[i]->attributes)
+            != MPI_SUCCESS)
+            hashi_attr_discard(&predefined[i]->attributes);
+    }
+}
+
 void hashi_comms_finalize(void)
 {
     /* Communicators the application did not free are its leak; their memory
      * goes with the process. The predefined ones drop their handlers (a user
-     * handler set on them is released). */
+     * handler set on them is released) and hints. */
     struct MPI_ABI_Comm *predefined[] = { &hashi_comm_self, &hashi_comm_world };
     for (size_t i = 0; i < sizeof predefined / sizeof *predefined; i++) {
         hashi_errhandler_release(predefined[i]->errhandler);
         predefined[i]->errhandler = NULL;
+        hashi_info_destroy(predefined[i]->info);
+        predefined[i]->info = NULL;
     }
-    mtx_destroy(&context_pool.lock);
+    hashi_context_pool_finalize();
 }
 
-/* ---- creation ---- */
+/* ---- hints ---- */
 
-int hashi_impl_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+/* The hints the standard defines for communicators, with their defaults:
+ * Comm_get_info reports them even when never set. Hashi accepts them and
+ * does not rely on them (every assertion is allowed to be ignored). */
+static const char *const comm_hint_defaults[][2] = {
+    { "mpi_assert_no_any_tag", "false" },
+    { "mpi_assert_no_any_source", "false" },
+    { "mpi_assert_exact_length", "false" },
+    { "mpi_assert_allow_overtaking", "false" },
+};
+
+/* Hints for a new communicator: `info` (an MPI_Info argument, replacing the
+ * parent's: dup_with_info) or else the parent's (dup). */
+static int comm_take_hints(struct MPI_ABI_Comm *c, const struct MPI_ABI_Info *parent_hints,
+                           const struct MPI_ABI_Info *info, int use_info)
 {
-    static const char func[] = "MPI_Comm_dup";
+    const struct MPI_ABI_Info *from = use_info ? info : parent_hints;
+    if (!from)
+        return MPI_SUCCESS;
+    c->info = hashi_info_copy(from);
+    return c->info ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* An info argument: MPI_INFO_NULL (NULL, ok) or a valid object; -1 if invalid. */
+static int info_arg(MPI_Info info, struct MPI_ABI_Info **obj)
+{
+    *obj = NULL;
+    if (info == MPI_INFO_NULL)
+        return 0;
+    *obj = hashi_info_get(info);
+    return *obj ? 0 : -1;
+}
+
+int hashi_impl_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+    static const char func[] = "MPI_Comm_set_info";
     HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    if (!c)
+        return hashi_err_invalid_comm(func, comm, "comm");
+    struct MPI_ABI_Info *obj;
+    if (info_arg(info, &obj) != 0)
+        return hashi_err_comm(func, comm, MPI_ERR_INFO, "info is not a valid info object");
+    if (!obj)
+        return MPI_SUCCESS;
+    /* Keys set before and absent from info keep their values. */
+    if (!c->info && !(c->info = hashi_info_copy(NULL)))
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    if (hashi_info_merge(c->info, obj) != 0)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+    static const char func[] = "MPI_Comm_get_info";
+    int rc;
+    struct MPI_ABI_Comm *c = comm_query(func, comm, info_used, "info_used", &rc);
+    if (!c)
+        return rc;
+    struct MPI_ABI_Info *out = hashi_info_copy(NULL);
+    int failed = !out;
+    for (size_t i = 0; !failed && i < sizeof comm_hint_defaults / sizeof *comm_hint_defaults; i++)
+        failed = hashi_info_put(out, comm_hint_defaults[i][0], comm_hint_defaults[i][1]) != 0;
+    if (!failed)
+        failed = hashi_info_merge(out, c->info) != 0;
+    if (failed) {
+        hashi_info_destroy(out);
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    }
+    *info_used = out;
+    return MPI_SUCCESS;
+}
+
+/* ---- dup and idup ---- */
+
+/*
+ * What a duplicate inherits, set up before the agreement: the group (shared),
+ * the error handler, the topology, the hints, and the attributes whose copy
+ * callbacks ask for it. The object has no context id yet; for idup its magic
+ * stays 0 until the agreement completes (using it earlier is erroneous and
+ * gets MPI_ERR_COMM).
+ */
+static int dup_prepare(const char *func, struct MPI_ABI_Comm *parent, MPI_Comm parent_handle,
+                       const struct MPI_ABI_Info *info, int use_info, struct MPI_ABI_Comm **out)
+{
+    struct MPI_ABI_Comm *c = comm_new(parent->group, 0, parent->errhandler);
+    if (!c)
+        return hashi_err_comm(func, parent_handle, MPI_ERR_NO_MEM, "out of memory");
+    c->magic = 0;
+    int rc = comm_take_hints(c, parent->info, info, use_info);
+    if (rc == MPI_SUCCESS && parent->topology) {
+        c->topology = hashi_topo_dup(parent->topology, &rc);
+        if (!c->topology && rc == MPI_SUCCESS)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (rc != MPI_SUCCESS) {
+        hashi_comm_release(c);
+        return hashi_err_comm(func, parent_handle, rc, "out of memory");
+    }
+    rc = hashi_attr_copy_all(HASHI_ATTR_COMM, parent_handle, &parent->attributes, (MPI_Comm)c, &c->attributes);
+    if (rc != MPI_SUCCESS) {
+        hashi_comm_release(c);
+        return hashi_err_comm(func, parent_handle, rc, "an attribute copy callback failed (error %d)", rc);
+    }
+    *out = c;
+    return MPI_SUCCESS;
+}
+
+/* The arguments of every dup: the parent, and the info object when the call
+ * takes one (info_obj NULL otherwise, or for MPI_INFO_NULL). */
+static struct MPI_ABI_Comm *dup_args(const char *func, MPI_Comm comm, MPI_Info info, int use_info,
+                                     struct MPI_ABI_Info **info_obj, int *rc)
+{
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
+    *info_obj = NULL;
+    if (!parent) {
+        *rc = hashi_err_invalid_comm(func, comm, "comm");
+        return NULL;
+    }
+    if (use_info && info_arg(info, info_obj) != 0) {
+        *rc = hashi_err_comm(func, comm, MPI_ERR_INFO, "info is not a valid info object");
+        return NULL;
+    }
+    return parent;
+}
+
+static int comm_dup(const char *func, MPI_Comm comm, MPI_Info info, int use_info, MPI_Comm *newcomm)
+{
+    HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Info *info_obj;
+    int rc;
+    struct MPI_ABI_Comm *parent = dup_args(func, comm, info, use_info, &info_obj, &rc);
     if (!parent)
-        return invalid_comm(func, comm, "comm");
+        return rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
     *newcomm = MPI_COMM_NULL;
-    uint32_t context_id;
-    int rc = agree_context_id(func, parent, 1, &context_id);
+    struct MPI_ABI_Comm *c;
+    rc = dup_prepare(func, parent, comm, info_obj, use_info, &c);
     if (rc != MPI_SUCCESS)
         return rc;
-    /* The same members in the same order: the group object is shared. */
-    return comm_finish(func, parent, parent->group, context_id, newcomm);
+    int exhausted = 0;
+    rc = hashi_context_agree(parent, 1, -1, &c->context_id, &exhausted);
+    if (rc != MPI_SUCCESS) {
+        hashi_attr_discard(&c->attributes);
+        hashi_comm_release(c);
+        return agreement_error(func, parent, rc, exhausted);
+    }
+    c->magic = HASHI_COMM_MAGIC;
+    *newcomm = c;
+    return MPI_SUCCESS;
 }
+
+int hashi_impl_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return comm_dup("MPI_Comm_dup", comm, MPI_INFO_NULL, 0, newcomm);
+}
+
+int hashi_impl_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    return comm_dup("MPI_Comm_dup_with_info", comm, info, 1, newcomm);
+}
+
+/* MPI_Comm_idup's request: the new object, and where the user wants its handle. */
+struct idup {
+    struct MPI_ABI_Request *req;
+    struct MPI_ABI_Comm *comm;
+    MPI_Comm *newcomm;
+};
+
+static void idup_done(void *arg, int rc, int exhausted, uint32_t context_id)
+{
+    struct idup *d = arg;
+    struct MPI_ABI_Request *req = d->req;
+    (void)exhausted; /* reported as MPI_ERR_OTHER in the status */
+    if (rc == MPI_SUCCESS) {
+        d->comm->context_id = context_id;
+        d->comm->magic = HASHI_COMM_MAGIC;
+    } else {
+        /* The handle the user holds must not name a half-made communicator. */
+        *d->newcomm = MPI_COMM_NULL;
+        hashi_attr_discard(&d->comm->attributes);
+        hashi_comm_release(d->comm);
+        req->status.MPI_ERROR = rc;
+    }
+    free(d);
+    req->extra = NULL;
+    hashi_request_complete(req);
+}
+
+static int comm_idup(const char *func, MPI_Comm comm, MPI_Info info, int use_info, MPI_Comm *newcomm,
+                     MPI_Request *request)
+{
+    HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Info *info_obj;
+    int rc;
+    struct MPI_ABI_Comm *parent = dup_args(func, comm, info, use_info, &info_obj, &rc);
+    if (!parent)
+        return rc;
+    if (!newcomm || !request)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", !newcomm ? "newcomm" : "request");
+    struct idup *d = calloc(1, sizeof *d);
+    struct MPI_ABI_Request *req = d ? hashi_request_alloc(HASHI_REQ_COLL) : NULL;
+    if (!req) {
+        free(d);
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    }
+    rc = dup_prepare(func, parent, comm, info_obj, use_info, &d->comm);
+    if (rc != MPI_SUCCESS) {
+        free(d);
+        hashi_request_free(req);
+        return rc;
+    }
+    hashi_comm_retain(parent);
+    req->comm = parent;
+    req->extra = d;
+    d->req = req;
+    d->newcomm = newcomm;
+    *newcomm = d->comm;
+    *request = req;
+    hashi_request_retain(req); /* the operation's reference, dropped at completion */
+    rc = hashi_context_agree_start(parent, 1, -1, idup_done, d);
+    if (rc != MPI_SUCCESS) {
+        hashi_attr_discard(&d->comm->attributes);
+        hashi_comm_release(d->comm);
+        free(d);
+        *newcomm = MPI_COMM_NULL;
+        *request = MPI_REQUEST_NULL;
+        req->extra = NULL;
+        hashi_request_complete(req);
+        hashi_request_free(req);
+        return hashi_err_comm(func, comm, rc, "starting the context id agreement failed");
+    }
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return comm_idup("MPI_Comm_idup", comm, MPI_INFO_NULL, 0, newcomm, request);
+}
+
+int hashi_impl_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return comm_idup("MPI_Comm_idup_with_info", comm, info, 1, newcomm, request);
+}
+
+/* ---- split ---- */
 
 /* One member's contribution to MPI_Comm_split. */
 struct split_entry {
@@ -362,121 +503,364 @@ static int split_member_order(const void *a, const void *b)
     return (x->parent_rank > y->parent_rank) - (x->parent_rank < y->parent_rank);
 }
 
+/*
+ * The second half of a split, once every member's (color, key) is known:
+ * entries[j] is parent rank (rank + j) % n's (the Bruck allgather's order).
+ * Takes part in the agreement whatever this process's color.
+ */
+static int split_finish(const char *func, struct MPI_ABI_Comm *parent, const struct split_entry *entries,
+                        int color, struct MPI_ABI_Comm **out)
+{
+    int n = parent->size, count = 0;
+    *out = NULL;
+    struct split_member *members = malloc((size_t)n * sizeof *members);
+    int *world = malloc((size_t)n * sizeof *world);
+    if (!members || !world) {
+        free(members);
+        free(world);
+        return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
+    }
+    if (color != MPI_UNDEFINED) {
+        for (int j = 0; j < n; j++)
+            if (entries[j].color == color)
+                members[count++] = (struct split_member){ entries[j].key, (parent->rank + j) % n };
+        qsort(members, (size_t)count, sizeof *members, split_member_order);
+    }
+    for (int i = 0; i < count; i++)
+        world[i] = hashi_comm_to_world(parent, members[i].parent_rank);
+    free(members);
+    struct MPI_ABI_Group *group = NULL;
+    if (color != MPI_UNDEFINED && !(group = hashi_group_from_world_ranks(count, world))) {
+        /* Still take part in the agreement: the others wait for it. */
+        struct MPI_ABI_Comm *unused;
+        hashi_comm_create_from(func, parent, 0, NULL, &unused);
+        return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
+    }
+    if (color == MPI_UNDEFINED)
+        free(world);
+    int rc = hashi_comm_create_from(func, parent, color != MPI_UNDEFINED, group, out);
+    if (group)
+        hashi_group_release(group); /* the communicator holds its own reference */
+    return rc;
+}
+
+int hashi_comm_split(const char *func, struct MPI_ABI_Comm *parent, int color, int key, struct MPI_ABI_Comm **out)
+{
+    struct split_entry *entries = malloc((size_t)parent->size * sizeof *entries);
+    *out = NULL;
+    if (!entries)
+        return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
+    entries[0] = (struct split_entry){ color, key };
+    int rc = allgather_bruck(parent, HASHI_TAG_SPLIT, entries, sizeof *entries);
+    if (rc != MPI_SUCCESS) {
+        free(entries);
+        return hashi_err_comm(func, hashi_comm_handle(parent), rc,
+                              "exchanging colors and keys with the other members failed");
+    }
+    rc = split_finish(func, parent, entries, color, out);
+    free(entries);
+    return rc;
+}
+
 int hashi_impl_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     static const char func[] = "MPI_Comm_split";
     HASHI_CHECK_INITIALIZED(func);
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
     if (!parent)
-        return invalid_comm(func, comm, "comm");
+        return hashi_err_invalid_comm(func, comm, "comm");
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
     if (color < 0 && color != MPI_UNDEFINED)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "color %d is negative (and not MPI_UNDEFINED)", color);
     *newcomm = MPI_COMM_NULL;
-
-    int n = parent->size;
-    struct split_entry *entries = malloc((size_t)n * sizeof *entries);
-    struct split_member *members = malloc((size_t)n * sizeof *members);
-    if (!entries || !members) {
-        free(entries);
-        free(members);
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    }
-    entries[0] = (struct split_entry){ color, key };
-    int rc = allgather_bruck(parent, HASHI_TAG_SPLIT, entries, sizeof *entries);
-    if (rc != MPI_SUCCESS) {
-        free(entries);
-        free(members);
-        return hashi_err_comm(func, comm, rc, "exchanging colors and keys with the other members failed");
-    }
-    /* entries[j] came from parent rank (rank + j) % n */
-    int count = 0;
-    if (color != MPI_UNDEFINED) {
-        for (int j = 0; j < n; j++) {
-            if (entries[j].color == color)
-                members[count++] = (struct split_member){ entries[j].key, (parent->rank + j) % n };
-        }
-        qsort(members, (size_t)count, sizeof *members, split_member_order);
-    }
-    free(entries);
-
-    /* Every member of the parent takes part, MPI_UNDEFINED ones included. */
-    uint32_t context_id;
-    rc = agree_context_id(func, parent, color != MPI_UNDEFINED, &context_id);
-    if (rc != MPI_SUCCESS || color == MPI_UNDEFINED) {
-        free(members);
-        return rc;
-    }
-    int *world = malloc((size_t)count * sizeof *world);
-    if (!world) {
-        free(members);
-        context_pool_put(context_id);
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    }
-    for (int i = 0; i < count; i++)
-        world[i] = hashi_comm_to_world(parent, members[i].parent_rank);
-    free(members);
-    struct MPI_ABI_Group *group = hashi_group_from_world_ranks(count, world);
-    if (!group) {
-        context_pool_put(context_id);
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    }
-    rc = comm_finish(func, parent, group, context_id, newcomm);
-    hashi_group_release(group); /* the communicator holds its own reference */
+    struct MPI_ABI_Comm *c;
+    int rc = hashi_comm_split(func, parent, color, key, &c);
+    if (rc == MPI_SUCCESS && c)
+        *newcomm = c;
     return rc;
+}
+
+/* ---- split_type ---- */
+
+/*
+ * Hardware levels for MPI_COMM_TYPE_HW_GUIDED / HW_UNGUIDED: the node
+ * ("mpi_shared_memory"), then hwloc's object types from the largest down. A
+ * process belongs to the object of a level whose CPU set contains its whole
+ * binding; an unbound process belongs to no object below the node.
+ */
+static const char *const hw_levels[] = { "mpi_shared_memory", "Package", "NUMANode", "L3Cache", "L2Cache",
+                                         "L1Cache", "Core", "PU" };
+#define HW_LEVELS ((int)(sizeof hw_levels / sizeof *hw_levels))
+
+static hwloc_topology_t hw_topology;
+static int hw_topology_state; /* 0 not loaded, 1 loaded, -1 failed */
+
+/* This process's colour at a hardware level, MPI_UNDEFINED when it is not
+ * inside one object of that level. Colours of different nodes differ. */
+static int hw_color(const char *level)
+{
+    if (strcmp(level, "mpi_shared_memory") == 0)
+        return hashi_job.node_id;
+    hwloc_obj_type_t type;
+    if (hwloc_type_sscanf(level, &type, NULL, 0) != 0)
+        return MPI_UNDEFINED;
+    if (hw_topology_state == 0) {
+        hw_topology_state = -1;
+        if (hwloc_topology_init(&hw_topology) == 0) {
+            if (hwloc_topology_load(hw_topology) == 0)
+                hw_topology_state = 1;
+            else
+                hwloc_topology_destroy(hw_topology);
+        }
+    }
+    if (hw_topology_state != 1)
+        return MPI_UNDEFINED;
+    hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+    int color = MPI_UNDEFINED;
+    if (bound && hwloc_get_cpubind(hw_topology, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound)) {
+        int n = hwloc_get_nbobjs_by_type(hw_topology, type);
+        for (int i = 0; i < n && i < 0x8000; i++) {
+            hwloc_obj_t obj = hwloc_get_obj_by_type(hw_topology, type, (unsigned)i);
+            if (obj && obj->cpuset && hwloc_bitmap_isincluded(bound, obj->cpuset)) {
+                color = (hashi_job.node_id & 0x7fff) << 16 | i;
+                break;
+            }
+        }
+    }
+    hwloc_bitmap_free(bound);
+    return color;
+}
+
+/* The kind of split for HW_UNGUIDED: the first level, from the node down,
+ * that splits the parent into strictly smaller parts, from every member's
+ * colours at every level (all[j * (HW_LEVELS + 1)]: key, then colours). */
+static int unguided_level(const int *all, int n)
+{
+    for (int level = 0; level < HW_LEVELS; level++) {
+        for (int j = 0; j < n; j++) {
+            int color = all[j * (HW_LEVELS + 1) + 1 + level];
+            if (color == MPI_UNDEFINED)
+                continue;
+            int same = 0;
+            for (int k = 0; k < n; k++)
+                same += all[k * (HW_LEVELS + 1) + 1 + level] == color;
+            if (same < n)
+                return level;
+        }
+    }
+    return -1;
+}
+
+int hashi_impl_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    static const char func[] = "MPI_Comm_split_type";
+    HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
+    if (!parent)
+        return hashi_err_invalid_comm(func, comm, "comm");
+    struct MPI_ABI_Info *info_obj;
+    if (info_arg(info, &info_obj) != 0)
+        return hashi_err_comm(func, comm, MPI_ERR_INFO, "info is not a valid info object");
+    if (!newcomm)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
+    *newcomm = MPI_COMM_NULL;
+
+    int n = parent->size, color, rc, level = -1;
+    switch (split_type) {
+    case MPI_UNDEFINED:
+        color = MPI_UNDEFINED;
+        break;
+    case MPI_COMM_TYPE_SHARED:
+        color = hashi_job.node_id;
+        break;
+    case MPI_COMM_TYPE_HW_GUIDED: {
+        /* The level the info names; an unknown one gives MPI_COMM_NULL. */
+        const char *wanted = hashi_info_value(info_obj, "mpi_hw_resource_type");
+        color = MPI_UNDEFINED;
+        for (int l = 0; wanted && l < HW_LEVELS; l++)
+            if (strcasecmp(wanted, hw_levels[l]) == 0) {
+                level = l;
+                color = hw_color(hw_levels[l]);
+            }
+        break;
+    }
+    case MPI_COMM_TYPE_HW_UNGUIDED: {
+        /* Every member's colour at every level, then the first level that
+         * splits the parent (the same answer everywhere). */
+        int *all = malloc((size_t)n * (HW_LEVELS + 1) * sizeof *all);
+        struct split_entry *entries = malloc((size_t)n * sizeof *entries);
+        if (!all || !entries) {
+            free(all);
+            free(entries);
+            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+        }
+        all[0] = key;
+        for (int l = 0; l < HW_LEVELS; l++)
+            all[1 + l] = hw_color(hw_levels[l]);
+        rc = allgather_bruck(parent, HASHI_TAG_SPLIT_TYPE, all, (HW_LEVELS + 1) * sizeof *all);
+        if (rc != MPI_SUCCESS) {
+            free(all);
+            free(entries);
+            return hashi_err_comm(func, comm, rc, "exchanging hardware locations with the other members failed");
+        }
+        level = unguided_level(all, n);
+        for (int j = 0; j < n; j++)
+            entries[j] = (struct split_entry){ level < 0 ? MPI_UNDEFINED : all[j * (HW_LEVELS + 1) + 1 + level],
+                                               all[j * (HW_LEVELS + 1)] };
+        color = entries[0].color;
+        free(all);
+        struct MPI_ABI_Comm *c;
+        rc = split_finish(func, parent, entries, color, &c);
+        free(entries);
+        if (rc != MPI_SUCCESS || !c)
+            return rc;
+        *newcomm = c;
+        goto hints;
+    }
+    case MPI_COMM_TYPE_RESOURCE_GUIDED:
+        color = MPI_UNDEFINED; /* no process sets to name: MPI_COMM_NULL */
+        break;
+    default:
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "split_type %d is not a communicator split type", split_type);
+    }
+    struct MPI_ABI_Comm *c;
+    rc = hashi_comm_split(func, parent, color, key, &c);
+    if (rc != MPI_SUCCESS || !c)
+        return rc;
+    *newcomm = c;
+hints:
+    if (level >= 0) {
+        /* Which kind of resource the new communicator spans (MPI-4.0 7.4.2). */
+        struct MPI_ABI_Comm *nc = *newcomm;
+        if ((nc->info || (nc->info = hashi_info_copy(NULL)))
+            && hashi_info_put(nc->info, "mpi_hw_resource_type", hw_levels[level]) == 0)
+            return MPI_SUCCESS;
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- create, create_group ---- */
+
+/* The communicator and group arguments of both calls: the group must be a
+ * subset of the communicator's (MPI_ERR_GROUP naming the outsider). */
+static int subgroup_args(const char *func, MPI_Comm comm, MPI_Group group, struct MPI_ABI_Comm **parent,
+                         struct MPI_ABI_Group **g)
+{
+    *parent = hashi_comm_get(comm);
+    if (!*parent)
+        return hashi_err_invalid_comm(func, comm, "comm");
+    *g = hashi_group_get(group);
+    if (!*g)
+        return hashi_err_comm(func, comm, MPI_ERR_GROUP,
+                              group == MPI_GROUP_NULL ? "group is MPI_GROUP_NULL" : "group is not a valid group");
+    struct hashi_group_index parent_members;
+    if (hashi_group_index_build(&parent_members, (*parent)->group) != 0)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    int outsider = -1;
+    for (int i = 0; i < (*g)->size && outsider < 0; i++)
+        if (hashi_group_index_lookup(&parent_members, hashi_group_to_world(*g, i)) == MPI_UNDEFINED)
+            outsider = i;
+    hashi_group_index_free(&parent_members);
+    if (outsider >= 0)
+        return hashi_err_comm(func, comm, MPI_ERR_GROUP,
+                              "rank %d of the group (MPI_COMM_WORLD rank %d) is not a member of the communicator",
+                              outsider, hashi_group_to_world(*g, outsider));
+    return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     static const char func[] = "MPI_Comm_create";
     HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
-    if (!parent)
-        return invalid_comm(func, comm, "comm");
-    struct MPI_ABI_Group *g = hashi_group_get(group);
-    if (!g)
-        return hashi_err_comm(func, comm, MPI_ERR_GROUP,
-                              group == MPI_GROUP_NULL ? "group is MPI_GROUP_NULL" : "group is not a valid group");
+    struct MPI_ABI_Comm *parent;
+    struct MPI_ABI_Group *g;
+    int rc = subgroup_args(func, comm, group, &parent, &g);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
     *newcomm = MPI_COMM_NULL;
-
     /* Each process may pass its own group (MPI-2.2: disjoint subgroups in one
-     * call); each must be a subset of the communicator's. */
-    struct hashi_group_index parent_members;
-    if (hashi_group_index_build(&parent_members, parent->group) != 0)
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    int outsider = -1;
-    for (int i = 0; i < g->size && outsider < 0; i++)
-        if (hashi_group_index_lookup(&parent_members, hashi_group_to_world(g, i)) == MPI_UNDEFINED)
-            outsider = i;
-    hashi_group_index_free(&parent_members);
-    if (outsider >= 0)
-        return hashi_err_comm(func, comm, MPI_ERR_GROUP,
-                              "rank %d of the group (MPI_COMM_WORLD rank %d) is not a member of the communicator",
-                              outsider, hashi_group_to_world(g, outsider));
-
-    int member = g->rank != MPI_UNDEFINED;
-    uint32_t context_id;
-    int rc = agree_context_id(func, parent, member, &context_id);
-    if (rc != MPI_SUCCESS || !member)
-        return rc;
-    return comm_finish(func, parent, g, context_id, newcomm);
+     * call); subgroup_args checked that it is a subset of the communicator's. */
+    struct MPI_ABI_Comm *c;
+    rc = hashi_comm_create_from(func, parent, g->rank != MPI_UNDEFINED, g, &c);
+    if (rc == MPI_SUCCESS && c)
+        *newcomm = c;
+    return rc;
 }
 
-int hashi_impl_Comm_free(MPI_Comm *comm)
+int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
-    static const char func[] = "MPI_Comm_free";
+    static const char func[] = "MPI_Comm_create_group";
+    HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Comm *parent;
+    struct MPI_ABI_Group *g;
+    int rc = subgroup_args(func, comm, group, &parent, &g);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!newcomm)
+        return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
+    if (tag < 0 || tag > hashi_p2p_tag_ub())
+        return hashi_err_comm(func, comm, MPI_ERR_TAG, "tag %d is not in 0..MPI_TAG_UB (%d)", tag,
+                              hashi_p2p_tag_ub());
+    *newcomm = MPI_COMM_NULL;
+    /* Only the group's members call; a process outside it is erroneous. */
+    if (g->rank == MPI_UNDEFINED)
+        return hashi_err_comm(func, comm, MPI_ERR_GROUP, "the calling process is not a member of the group");
+
+    /* The agreement runs among the group's members only, on the parent's
+     * internal context with the user's tag (which keeps concurrent calls
+     * apart), through a stand-in communicator over the group that borrows
+     * the parent's context. */
+    struct MPI_ABI_Comm *among = comm_new(g, parent->context_id, NULL);
+    if (!among)
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    among->magic = HASHI_COMM_BORROWED_MAGIC;
+    uint32_t context_id;
+    int exhausted = 0;
+    rc = hashi_context_agree(among, 1, tag, &context_id, &exhausted);
+    hashi_comm_release(among);
+    if (rc != MPI_SUCCESS)
+        return agreement_error(func, parent, rc, exhausted);
+    struct MPI_ABI_Comm *c = comm_new(g, context_id, parent->errhandler);
+    if (!c) {
+        hashi_context_put(context_id);
+        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+    }
+    *newcomm = c;
+    return MPI_SUCCESS;
+}
+
+/* ---- free, disconnect ---- */
+
+static int comm_only_user_ref(void *arg)
+{
+    return atomic_load_explicit(&((struct MPI_ABI_Comm *)arg)->refcount, memory_order_acquire) == 1;
+}
+
+static int comm_free(const char *func, MPI_Comm *comm, int wait_pending)
+{
     HASHI_CHECK_INITIALIZED(func);
     if (!comm)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "comm is NULL");
     struct MPI_ABI_Comm *c = hashi_comm_get(*comm);
     if (!c)
-        return invalid_comm(func, *comm, "*comm");
+        return hashi_err_invalid_comm(func, *comm, "*comm");
     if (comm_is_static(c))
         return hashi_err_comm(func, *comm, MPI_ERR_COMM, "%s cannot be freed",
                               c == &hashi_comm_world ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+    /* Attributes are deleted at the call (their callbacks may still use
+     * the communicator); a failing callback fails the call. */
+    int rc = hashi_attr_delete_all(HASHI_ATTR_COMM, *comm, &c->attributes);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_comm(func, *comm, rc, "an attribute delete callback failed (error %d)", rc);
+    if (wait_pending) {
+        /* Pending operations hold references: the user's is the last one
+         * when they have all completed. */
+        hashi_progress_wait_until(comm_only_user_ref, c);
+    }
     /* Pending operations keep their own references: they complete normally,
      * and the context id returns to the pool only after the last of them. */
     *comm = MPI_COMM_NULL;
@@ -484,17 +868,27 @@ int hashi_impl_Comm_free(MPI_Comm *comm)
     return MPI_SUCCESS;
 }
 
+int hashi_impl_Comm_free(MPI_Comm *comm)
+{
+    return comm_free("MPI_Comm_free", comm, 0);
+}
+
+int hashi_impl_Comm_disconnect(MPI_Comm *comm)
+{
+    /* On an intracommunicator: MPI_Comm_free after every pending
+     * communication on it has completed. */
+    return comm_free("MPI_Comm_disconnect", comm, 1);
+}
+
 /* ---- inquiry ---- */
 
 int hashi_impl_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     static const char func[] = "MPI_Comm_group";
-    HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = comm_query(func, comm, group, "group", &rc);
     if (!c)
-        return invalid_comm(func, comm, "comm");
-    if (!group)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "group is NULL");
+        return rc;
     hashi_group_retain(c->group);
     *group = hashi_group_handle(c->group);
     return MPI_SUCCESS;
@@ -506,7 +900,7 @@ int hashi_impl_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
     HASHI_CHECK_INITIALIZED(func);
     struct MPI_ABI_Comm *c1 = hashi_comm_get(comm1), *c2 = hashi_comm_get(comm2);
     if (!c1 || !c2)
-        return invalid_comm(func, !c1 ? comm1 : comm2, !c1 ? "comm1" : "comm2");
+        return hashi_err_invalid_comm(func, !c1 ? comm1 : comm2, !c1 ? "comm1" : "comm2");
     if (!result)
         return hashi_err_comm(func, comm1, MPI_ERR_ARG, "result is NULL");
     if (c1 == c2) {
@@ -524,25 +918,51 @@ int hashi_impl_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 int hashi_impl_Comm_test_inter(MPI_Comm comm, int *flag)
 {
     static const char func[] = "MPI_Comm_test_inter";
-    HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = comm_query(func, comm, flag, "flag", &rc);
     if (!c)
-        return invalid_comm(func, comm, "comm");
-    if (!flag)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "flag is NULL");
+        return rc;
     *flag = 0; /* intercommunicators do not exist yet */
+    return MPI_SUCCESS;
+}
+
+/* Intercommunicator queries: every communicator is an intracommunicator. */
+static int not_inter(const char *func, MPI_Comm comm)
+{
+    HASHI_CHECK_INITIALIZED(func);
+    if (!hashi_comm_get(comm))
+        return hashi_err_invalid_comm(func, comm, "comm");
+    return hashi_err_comm(func, comm, MPI_ERR_COMM, "comm is an intracommunicator (it has no remote group)");
+}
+
+int hashi_impl_Comm_remote_size(MPI_Comm comm, int *size)
+{
+    (void)size;
+    return not_inter("MPI_Comm_remote_size", comm);
+}
+
+int hashi_impl_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
+{
+    (void)group;
+    return not_inter("MPI_Comm_remote_group", comm);
+}
+
+int hashi_impl_Comm_get_parent(MPI_Comm *parent)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Comm_get_parent");
+    if (!parent)
+        return hashi_err_raise("MPI_Comm_get_parent", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "parent is NULL");
+    *parent = MPI_COMM_NULL; /* no process is started by MPI_Comm_spawn */
     return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_set_name(MPI_Comm comm, const char *comm_name)
 {
     static const char func[] = "MPI_Comm_set_name";
-    HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = comm_query(func, comm, comm_name, "comm_name", &rc);
     if (!c)
-        return invalid_comm(func, comm, "comm");
-    if (!comm_name)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "comm_name is NULL");
+        return rc;
     /* Longer names are truncated to MPI_MAX_OBJECT_NAME - 1 characters. */
     snprintf(c->name, sizeof c->name, "%s", comm_name);
     return MPI_SUCCESS;
@@ -554,7 +974,7 @@ int hashi_impl_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
     HASHI_CHECK_INITIALIZED(func);
     struct MPI_ABI_Comm *c = hashi_comm_get(comm);
     if (!c)
-        return invalid_comm(func, comm, "comm");
+        return hashi_err_invalid_comm(func, comm, "comm");
     if (!comm_name || !resultlen)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", !comm_name ? "comm_name" : "resultlen");
     size_t len = strnlen(c->name, sizeof c->name - 1);
@@ -573,58 +993,39 @@ static const int attr_io = MPI_ANY_SOURCE;      /* every rank can do I/O */
 static const int attr_wtime_is_global = 0;      /* clocks are per node */
 static _Atomic int attr_last_used_code;
 
-static int comm_get_attr(const char *func, MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+int hashi_comm_predefined_attr(int keyval, void **value, int *found)
 {
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
-    if (!c)
-        return invalid_comm(func, comm, "comm");
-    if (!attribute_val || !flag)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", !attribute_val ? "attribute_val" : "flag");
-    const int *value = NULL;
+    const int *v = NULL;
     switch (keyval) {
     case MPI_TAG_UB:
         attr_tag_ub = hashi_p2p_tag_ub();
-        value = &attr_tag_ub;
+        v = &attr_tag_ub;
         break;
     case MPI_HOST:
-        value = &attr_host;
+        v = &attr_host;
         break;
     case MPI_IO:
-        value = &attr_io;
+        v = &attr_io;
         break;
     case MPI_WTIME_IS_GLOBAL:
-        value = &attr_wtime_is_global;
+        v = &attr_wtime_is_global;
         break;
     case MPI_UNIVERSE_SIZE:
-        value = attr_universe_size > 0 ? &attr_universe_size : NULL;
+        v = attr_universe_size > 0 ? &attr_universe_size : NULL;
         break;
     case MPI_APPNUM:
-        value = attr_appnum >= 0 ? &attr_appnum : NULL;
+        v = attr_appnum >= 0 ? &attr_appnum : NULL;
         break;
     case MPI_LASTUSEDCODE:
         atomic_store(&attr_last_used_code, hashi_err_last_used_code());
-        value = (const int *)&attr_last_used_code;
+        v = (const int *)&attr_last_used_code;
         break;
     default:
-        /* User keyvals (MPI_Comm_create_keyval) will be looked up in c->attributes. */
-        return hashi_err_comm(func, comm, MPI_ERR_KEYVAL, "keyval %d is not a valid attribute key", keyval);
+        return 0;
     }
-    *flag = value != NULL;
-    if (value)
-        *(const int **)attribute_val = value;
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
-{
-    HASHI_CHECK_INITIALIZED("MPI_Comm_get_attr");
-    return comm_get_attr("MPI_Comm_get_attr", comm, comm_keyval, attribute_val, flag);
-}
-
-int hashi_impl_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
-{
-    HASHI_CHECK_INITIALIZED("MPI_Attr_get");
-    return comm_get_attr("MPI_Attr_get", comm, keyval, attribute_val, flag);
+    *found = v != NULL;
+    *value = (void *)v;
+    return 1;
 }
 
 /* ---- barrier ---- */
@@ -647,15 +1048,4 @@ int hashi_comm_barrier(struct MPI_ABI_Comm *c)
             return rc;
     }
     return MPI_SUCCESS;
-}
-
-int hashi_impl_Barrier(MPI_Comm comm)
-{
-    static const char func[] = "MPI_Barrier";
-    HASHI_CHECK_INITIALIZED(func);
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
-    if (!c)
-        return invalid_comm(func, comm, "comm");
-    int rc = hashi_comm_barrier(c);
-    return rc == MPI_SUCCESS ? rc : hashi_err_comm(func, comm, rc, "exchanging with the other members failed");
 }

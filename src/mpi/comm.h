@@ -18,14 +18,45 @@
  */
 #define HASHI_TAG_COMM_FIRST   0x7fff00
 #define HASHI_TAG_BARRIER      (HASHI_TAG_COMM_FIRST + 0)  /* MPI_Barrier (dissemination) */
-#define HASHI_TAG_CONTEXT_ID   (HASHI_TAG_COMM_FIRST + 1)  /* context id agreement (allreduce AND) */
 #define HASHI_TAG_SPLIT        (HASHI_TAG_COMM_FIRST + 2)  /* MPI_Comm_split: (color, key) allgather */
+#define HASHI_TAG_DIST_GRAPH   (HASHI_TAG_COMM_FIRST + 3)  /* MPI_Dist_graph_create: edge exchange */
+#define HASHI_TAG_SPLIT_TYPE   (HASHI_TAG_COMM_FIRST + 4)  /* MPI_Comm_split_type: hardware colours */
+/* Context id agreements take a tag of the parent's collective sequence
+ * (hashi_coll_next_tag), so several can be in flight on one parent. */
 #define HASHI_TAG_COMM_LAST    0x7fffff
 
 /* Context ids are 16 bits (the ofi device's match bits) and come in pairs. */
 #define HASHI_CONTEXT_ID_BITS 16
 #define HASHI_CONTEXT_WORLD 0u
 #define HASHI_CONTEXT_SELF  2u
+
+/* ---- context ids (contextid.c) ---- */
+
+void hashi_context_pool_init(void);
+void hashi_context_pool_finalize(void);
+/* Return a communicator's pair to the pool (when the object goes). */
+void hashi_context_put(uint32_t context_id);
+/* How many pairs exist (for messages). */
+unsigned hashi_context_pairs(void);
+
+/* Called once when an agreement ends: rc MPI_SUCCESS with the context id
+ * (taken from this process's pool when joining), or an error class;
+ * `exhausted` when every pair is in use by some member. */
+typedef void hashi_context_done_fn(void *arg, int rc, int exhausted, uint32_t context_id);
+
+/*
+ * Agree with every member of `parent` (all must call, in the same order as
+ * their other collectives on it) on a context id pair free in all of them;
+ * members of the new communicator (`join`) take it. Messages go on the
+ * parent's internal context with `tag`, or with the next tag of its
+ * collective sequence when tag < 0. Runs in the progress engine: done() is
+ * called from progress (or from here, when no message is needed). Returns
+ * MPI_SUCCESS or an error class (then done() is never called).
+ */
+int hashi_context_agree_start(struct MPI_ABI_Comm *parent, int join, int tag, hashi_context_done_fn *done,
+                              void *arg);
+/* The blocking form: start and wait. */
+int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t *context_id, int *exhausted);
 
 /* ---- communicators ---- */
 
@@ -34,6 +65,33 @@
  * object and returns its context id to the pool. */
 void hashi_comm_retain(struct MPI_ABI_Comm *c);
 void hashi_comm_release(struct MPI_ABI_Comm *c);
+
+/* The public handle of a communicator object. */
+static inline MPI_Comm hashi_comm_handle(struct MPI_ABI_Comm *c)
+{
+    return c == &hashi_comm_world ? MPI_COMM_WORLD : c == &hashi_comm_self ? MPI_COMM_SELF : (MPI_Comm)c;
+}
+
+/* The error for a communicator argument (named argname) that is not one:
+ * MPI_ERR_COMM, raised with no object's handler. */
+int hashi_err_invalid_comm(const char *func, MPI_Comm h, const char *argname);
+
+/* For the topology calls: a new communicator over `group` (NULL: the
+ * parent's), made collectively over the parent; non-members (`member` 0)
+ * get NULL in *out. Inherits the parent's error handler, nothing else.
+ * MPI_SUCCESS or an error already raised on the parent. */
+int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int member, struct MPI_ABI_Group *group,
+                           struct MPI_ABI_Comm **out);
+/* MPI_Comm_split without argument checks; the error is raised on the parent. */
+int hashi_comm_split(const char *func, struct MPI_ABI_Comm *parent, int color, int key, struct MPI_ABI_Comm **out);
+
+/* Predefined communicator attributes (MPI_TAG_UB ...): 1 if keyval is one,
+ * with *found and *value (the address of an int) set; 0 if not. */
+int hashi_comm_predefined_attr(int keyval, void **value, int *found);
+
+/* MPI_Finalize's first step: delete the attributes of MPI_COMM_SELF (the
+ * standard's hook for code that must run at finalize), then MPI_COMM_WORLD. */
+void hashi_comms_finalize_attributes(void);
 
 /* MPI_Barrier's algorithm on any communicator (no argument checks): also the
  * barrier other parts of the library run over the device. */

@@ -6,6 +6,8 @@
  * the engine in datatype_engine.c.
  */
 #include "mpi/datatype_internal.h"
+#include "mpi/attr.h"
+#include "mpi/handles.h"
 
 #include <complex.h>
 #include <limits.h>
@@ -287,6 +289,8 @@ struct MPI_ABI_Datatype *hashi_type_alloc(void)
 
 static void type_destroy(struct MPI_ABI_Datatype *t)
 {
+    hashi_handle_forget(t);
+    hashi_attr_discard(&t->attributes); /* deleted by MPI_Type_free; left only by a failed dup */
     hashi_envelope_free(t->envelope);
     hashi_repr_arena_free(t->arena);
     t->magic = 0;     /* a stale handle used later is reported, not followed */
@@ -376,6 +380,10 @@ int hashi_impl_Type_free(MPI_Datatype *datatype)
         return rc;
     if (t->predefined)
         return hashi_err_type("MPI_Type_free", MPI_ERR_TYPE, "%s is predefined and cannot be freed", t->name);
+    /* Attributes go at the call (attr.c); a failing delete callback fails it. */
+    rc = hashi_attr_delete_all(HASHI_ATTR_TYPE, *datatype, &t->attributes);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_type("MPI_Type_free", rc, "an attribute delete callback failed (error %d)", rc);
     /* Pending operations and types built on it hold their own references. */
     *datatype = MPI_DATATYPE_NULL;
     hashi_type_release(t);
@@ -420,6 +428,12 @@ int hashi_impl_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
     hashi_type_retain(old);
     env->types[0] = old;
     t->envelope = env;
+    /* Cached attributes follow their copy callbacks (attr.c). */
+    rc = hashi_attr_copy_all(HASHI_ATTR_TYPE, oldtype, &old->attributes, t, &t->attributes);
+    if (rc != MPI_SUCCESS) {
+        type_destroy(t);
+        return hashi_err_type("MPI_Type_dup", rc, "an attribute copy callback failed (error %d)", rc);
+    }
     *newtype = t;
     return MPI_SUCCESS;
 }
@@ -428,46 +442,40 @@ int hashi_impl_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 /* Size and extents                                                        */
 /* ---------------------------------------------------------------------- */
 
-int hashi_impl_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
+static int type_size(const char *func, MPI_Datatype datatype, MPI_Count *size)
 {
-    HASHI_CHECK_INITIALIZED("MPI_Type_size_c");
+    HASHI_CHECK_INITIALIZED(func);
     int rc = MPI_SUCCESS;
-    struct MPI_ABI_Datatype *t = hashi_type_arg("MPI_Type_size_c", "datatype", datatype, 0, &rc);
+    struct MPI_ABI_Datatype *t = hashi_type_arg(func, "datatype", datatype, 0, &rc);
     if (!t)
         return rc;
     if (!size)
-        return hashi_err_type("MPI_Type_size_c", MPI_ERR_ARG, "size is NULL");
+        return hashi_err_type(func, MPI_ERR_ARG, "size is NULL");
     *size = t->size;
     return MPI_SUCCESS;
+}
+
+int hashi_impl_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
+{
+    return type_size("MPI_Type_size_c", datatype, size);
 }
 
 int hashi_impl_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
 {
-    HASHI_CHECK_INITIALIZED("MPI_Type_size_x");
-    int rc = MPI_SUCCESS;
-    struct MPI_ABI_Datatype *t = hashi_type_arg("MPI_Type_size_x", "datatype", datatype, 0, &rc);
-    if (!t)
-        return rc;
-    if (!size)
-        return hashi_err_type("MPI_Type_size_x", MPI_ERR_ARG, "size is NULL");
-    *size = t->size;
-    return MPI_SUCCESS;
+    return type_size("MPI_Type_size_x", datatype, size);
 }
 
 int hashi_impl_Type_size(MPI_Datatype datatype, int *size)
 {
-    HASHI_CHECK_INITIALIZED("MPI_Type_size");
-    int rc = MPI_SUCCESS;
-    struct MPI_ABI_Datatype *t = hashi_type_arg("MPI_Type_size", "datatype", datatype, 0, &rc);
-    if (!t)
-        return rc;
-    if (!size)
-        return hashi_err_type("MPI_Type_size", MPI_ERR_ARG, "size is NULL");
+    MPI_Count n = 0;
+    int rc = type_size("MPI_Type_size", datatype, size ? &n : NULL);
     /* The standard: a size an int cannot hold is reported as MPI_UNDEFINED. */
-    *size = t->size > INT_MAX ? MPI_UNDEFINED : (int)t->size;
-    return MPI_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        *size = n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    return rc;
 }
 
+/* lb and extent (true_extent: the true ones) of a type, for every variant. */
 static int get_extent(const char *func, MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent, int true_extent)
 {
     HASHI_CHECK_INITIALIZED(func);
@@ -482,6 +490,18 @@ static int get_extent(const char *func, MPI_Datatype datatype, MPI_Count *lb, MP
     return MPI_SUCCESS;
 }
 
+/* The MPI_Aint variants (the values always fit: extents are address differences). */
+static int get_extent_aint(const char *func, MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent, int true_extent)
+{
+    MPI_Count l = 0, e = 0;
+    int rc = get_extent(func, datatype, lb ? &l : NULL, extent ? &e : NULL, true_extent);
+    if (rc == MPI_SUCCESS) {
+        *lb = (MPI_Aint)l;
+        *extent = (MPI_Aint)e;
+    }
+    return rc;
+}
+
 int hashi_impl_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
 {
     return get_extent("MPI_Type_get_extent_c", datatype, lb, extent, 0);
@@ -494,15 +514,7 @@ int hashi_impl_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count
 
 int hashi_impl_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
-    MPI_Count l = 0, e = 0;
-    if (!lb || !extent)
-        return get_extent("MPI_Type_get_extent", datatype, NULL, NULL, 0);
-    int rc = get_extent("MPI_Type_get_extent", datatype, &l, &e, 0);
-    if (rc == MPI_SUCCESS) {
-        *lb = (MPI_Aint)l;
-        *extent = (MPI_Aint)e;
-    }
-    return rc;
+    return get_extent_aint("MPI_Type_get_extent", datatype, lb, extent, 0);
 }
 
 int hashi_impl_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent)
@@ -517,15 +529,7 @@ int hashi_impl_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
 
 int hashi_impl_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent)
 {
-    MPI_Count l = 0, e = 0;
-    if (!true_lb || !true_extent)
-        return get_extent("MPI_Type_get_true_extent", datatype, NULL, NULL, 1);
-    int rc = get_extent("MPI_Type_get_true_extent", datatype, &l, &e, 1);
-    if (rc == MPI_SUCCESS) {
-        *true_lb = (MPI_Aint)l;
-        *true_extent = (MPI_Aint)e;
-    }
-    return rc;
+    return get_extent_aint("MPI_Type_get_true_extent", datatype, true_lb, true_extent, 1);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -50,6 +50,7 @@ struct MPI_ABI_Datatype {
     MPI_Aint pair_index_offset;           /* where the index sits in the pair */
 
     struct hashi_repr_arena *arena;       /* derived types: memory of `repr` */
+    void *attributes;                     /* cached attributes (attr.c), NULL for none */
 };
 #define HASHI_TYPE_MAGIC 0x54595045u
 

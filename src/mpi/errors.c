@@ -9,6 +9,7 @@
  *                                failed, naming the call), kept in a ring so that
  *                                MPI_Error_string can still print it afterwards
  */
+#include "mpi/handles.h"
 #include "mpi/mpi_impl.h"
 #include "runtime/log.h"
 #include "runtime/rt.h"
@@ -207,8 +208,10 @@ void hashi_errhandler_retain(struct MPI_ABI_Errhandler *eh)
 
 void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh)
 {
-    if (eh && !errhandler_is_static(eh) && atomic_fetch_sub(&eh->refcount, 1) == 1)
+    if (eh && !errhandler_is_static(eh) && atomic_fetch_sub(&eh->refcount, 1) == 1) {
+        hashi_handle_forget(eh);
         free(eh);
+    }
 }
 
 static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, const void *handle)

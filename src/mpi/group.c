@@ -6,6 +6,7 @@
  * rank go through a sorted index (comm.h), never an array of the job's size.
  */
 #include "mpi/comm.h"
+#include "mpi/handles.h"
 #include "runtime/rt.h"
 
 #include <stdlib.h>
@@ -61,6 +62,7 @@ void hashi_group_release(struct MPI_ABI_Group *g)
         return;
     if (atomic_fetch_sub_explicit(&g->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    hashi_handle_forget(g);
     g->magic = 0; /* a stale handle used later fails the magic check (most of the time) */
     free(g->world_ranks);
     free(g);

@@ -1,5 +1,7 @@
 /* MPI_Info: ordered (key, value) lists; MPI_INFO_ENV; MPI_Abi_get_info. */
 #include "mpi/mpi_impl.h"
+#include "mpi/handles.h"
+#include "mpi/info.h"
 #include "runtime/rt.h"
 
 #include <limits.h>
@@ -13,16 +15,19 @@ struct info_entry {
     struct info_entry *next;
 };
 struct MPI_ABI_Info {
+    uint32_t magic;  /* HASHI_INFO_MAGIC: catches stale and garbage handles */
     struct info_entry *head, *tail;
     int nkeys;
 };
 
-static struct MPI_ABI_Info info_env;
+#define HASHI_INFO_MAGIC 0x494e464fu /* "INFO" */
+
+static struct MPI_ABI_Info info_env = { .magic = HASHI_INFO_MAGIC };
 
 static struct MPI_ABI_Info *info_get(MPI_Info h)
 {
     if (h == MPI_INFO_ENV) return &info_env;
-    if (hashi_handle_is_predefined(h)) return NULL;
+    if (hashi_handle_is_predefined(h) || h->magic != HASHI_INFO_MAGIC) return NULL;
     return h;
 }
 
@@ -80,14 +85,71 @@ static void info_clear(struct MPI_ABI_Info *info)
         free(e);
         e = next;
     }
-    memset(info, 0, sizeof *info);
+    info->head = info->tail = NULL;
+    info->nkeys = 0;
 }
+
+static struct MPI_ABI_Info *info_new(void)
+{
+    struct MPI_ABI_Info *info = calloc(1, sizeof *info);
+    if (info)
+        info->magic = HASHI_INFO_MAGIC;
+    return info;
+}
+
+/* ---- for the rest of the library (info.h) ---- */
+
+struct MPI_ABI_Info *hashi_info_get(MPI_Info h)
+{
+    return info_get(h);
+}
+
+int hashi_info_merge(struct MPI_ABI_Info *to, const struct MPI_ABI_Info *from)
+{
+    for (const struct info_entry *e = from ? from->head : NULL; e; e = e->next)
+        if (info_set(to, e->key, e->value) != 0)
+            return -1;
+    return 0;
+}
+
+struct MPI_ABI_Info *hashi_info_copy(const struct MPI_ABI_Info *from)
+{
+    struct MPI_ABI_Info *copy = info_new();
+    if (copy && hashi_info_merge(copy, from) != 0) {
+        hashi_info_destroy(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+int hashi_info_put(struct MPI_ABI_Info *info, const char *key, const char *value)
+{
+    return info_set(info, key, value);
+}
+
+const char *hashi_info_value(const struct MPI_ABI_Info *info, const char *key)
+{
+    const struct info_entry *e = info ? find((struct MPI_ABI_Info *)info, key) : NULL;
+    return e ? e->value : NULL;
+}
+
+void hashi_info_destroy(struct MPI_ABI_Info *info)
+{
+    if (!info || info == &info_env)
+        return;
+    hashi_handle_forget(info);
+    info_clear(info);
+    info->magic = 0;
+    free(info);
+}
+
+/* ---- the calls ---- */
 
 int hashi_impl_Info_create(MPI_Info *info)
 {
     if (!info)
         return INFO_ERR("MPI_Info_create", MPI_ERR_ARG, "info is NULL");
-    struct MPI_ABI_Info *obj = calloc(1, sizeof *obj);
+    struct MPI_ABI_Info *obj = info_new();
     if (!obj)
         return INFO_ERR("MPI_Info_create", MPI_ERR_NO_MEM, "out of memory");
     *info = obj;
@@ -220,16 +282,9 @@ int hashi_impl_Info_dup(MPI_Info info, MPI_Info *newinfo)
         return INFO_ERR("MPI_Info_dup", MPI_ERR_INFO, "invalid info object");
     if (!newinfo)
         return INFO_ERR("MPI_Info_dup", MPI_ERR_ARG, "newinfo is NULL");
-    struct MPI_ABI_Info *copy = calloc(1, sizeof *copy);
+    struct MPI_ABI_Info *copy = hashi_info_copy(obj);
     if (!copy)
         return INFO_ERR("MPI_Info_dup", MPI_ERR_NO_MEM, "out of memory");
-    for (struct info_entry *e = obj->head; e; e = e->next) {
-        if (info_set(copy, e->key, e->value) != 0) {
-            info_clear(copy);
-            free(copy);
-            return INFO_ERR("MPI_Info_dup", MPI_ERR_NO_MEM, "out of memory");
-        }
-    }
     *newinfo = copy;
     return MPI_SUCCESS;
 }
@@ -238,8 +293,7 @@ int hashi_impl_Info_free(MPI_Info *info)
 {
     if (!info || *info == MPI_INFO_NULL || *info == MPI_INFO_ENV || !info_get(*info))
         return INFO_ERR("MPI_Info_free", MPI_ERR_INFO, "not a user info object");
-    info_clear(*info);
-    free(*info);
+    hashi_info_destroy(*info);
     *info = MPI_INFO_NULL;
     return MPI_SUCCESS;
 }

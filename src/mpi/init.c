@@ -1,5 +1,6 @@
 /* MPI_Init / MPI_Finalize: parameters, runtime, device, communicators. */
 #include "mpi/mpi_impl.h"
+#include "mpi/comm.h"
 #include "mpi/p2p.h"
 #include "device/device.h"
 #include "runtime/log.h"
@@ -134,6 +135,9 @@ int hashi_impl_Finalize(void)
 {
     char err[1024];
     HASHI_CHECK_INITIALIZED("MPI_Finalize");
+    /* First, while everything still works: MPI_COMM_SELF's attribute delete
+     * callbacks (the standard's hook for code that must run at finalize). */
+    hashi_comms_finalize_attributes();
     /* Finish this rank's sends and meet every rank over the device; then a
      * fence through the launcher during which the device keeps progressing
      * (a send may count as complete while the provider still holds its data

@@ -60,7 +60,8 @@ struct MPI_ABI_Comm {
     struct MPI_ABI_Errhandler *errhandler;
     atomic_int refcount;
     char name[MPI_MAX_OBJECT_NAME];
-    void *attributes;             /* cached attributes (keyvals) */
+    void *attributes;             /* cached attributes (attr.c) */
+    void *info;                   /* hints (struct MPI_ABI_Info, info.h), or NULL for none */
     void *topology;               /* Cartesian / graph / dist-graph, or NULL */
     void *coll_state;             /* per-communicator collective state (coll/), or NULL */
     uint32_t coll_seq;            /* collective sequence: the next schedule's tag (coll/sched.c) */

@@ -21,6 +21,7 @@
 #include <mpi.h>
 #include <rdma/fabric.h>
 
+#include "device/device.h"
 #include "mpi/bindings.h"
 #include "runtime/params.h"
 
@@ -417,6 +418,7 @@ static void print_build(const struct options *opt)
     emit_choices("device", "Devices", HASHI_P_DEVICE);
     emit_choices("transport", "Transports", HASHI_P_TRANSPORT);
     emit_selection("device", "Default device", HASHI_P_DEVICE);
+    emit("device:auto", "auto picks", "%s", hashi_device_auto_policy);
     emit_selection("transport", "Default transport", HASHI_P_TRANSPORT);
     if (opt->all) {
         size_t missing = 0;

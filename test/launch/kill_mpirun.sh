@@ -1,22 +1,37 @@
 #!/bin/sh
-# kill_mpirun.sh MPIRUN SLEEPER: mpirun killed with SIGKILL leaves nothing behind.
+# kill_mpirun.sh MPIRUN SLEEPER [SIGNAL [SLEEPER_ARG]]: mpirun killed with
+# SIGNAL (default KILL) leaves nothing behind.
 #
-# Starts `MPIRUN -n 4 SLEEPER` with TMPDIR set to a fresh private directory,
-# waits until all four ranks have printed their pid (they do so after
-# MPI_Init), kills mpirun with SIGKILL, then checks that within 2 seconds:
+# Starts `MPIRUN -n 4 SLEEPER SLEEPER_ARG` (default 60: the ranks sleep; recv:
+# they block in MPI_Recv) with TMPDIR set to a fresh private directory, waits
+# until all four ranks have printed their pid (they do so after MPI_Init),
+# sends mpirun SIGNAL, then checks that within 2 seconds:
 #   - none of the four rank pids is alive (zombies do not count),
 #   - no process of ours still has that TMPDIR in its environment (ranks, the
 #     launcher's reaper, anything else the job started),
 #   - the private TMPDIR is empty,
 #   - /dev/shm has nothing of ours that was not there before.
+# A signal mpirun can catch (anything but KILL) must also make it exit by
+# itself within 5 seconds, with the status of a job whose ranks that signal
+# killed: 128 + the signal number (mpirun forwards it to the ranks).
 # Exit 0 pass, 1 fail, 77 skip (no /proc).
 
 mpirun=$1
 sleeper=$2
+signal=${3:-KILL}
+sleeper_arg=${4:-60}
 if [ -z "$mpirun" ] || [ -z "$sleeper" ]; then
-    echo "usage: $0 MPIRUN SLEEPER" >&2
+    echo "usage: $0 MPIRUN SLEEPER [SIGNAL [SLEEPER_ARG]]" >&2
     exit 2
 fi
+# The signal's number (dash's `kill -l` only maps numbers to names).
+signum=
+i=1
+while [ $i -lt 65 ]; do
+    [ "$(kill -l $i 2>/dev/null)" = "$signal" ] && signum=$i && break
+    i=$((i + 1))
+done
+[ -n "$signum" ] || { echo "$0: unknown signal $signal (give its name without SIG)" >&2; exit 2; }
 if [ ! -r /proc/self/environ ]; then
     echo "no /proc: cannot look for leftover processes"
     exit 77
@@ -56,7 +71,7 @@ alive() {
 
 shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 
-TMPDIR=$jobtmp "$mpirun" -n 4 "$sleeper" 60 > "$out" 2> "$work/stderr" < /dev/null &
+TMPDIR=$jobtmp "$mpirun" -n 4 "$sleeper" "$sleeper_arg" > "$out" 2> "$work/stderr" < /dev/null &
 mpirun_pid=$!
 
 # Wait (up to 20 s) for the four ranks to report.
@@ -70,14 +85,33 @@ while [ "$(cat "$out" 2>/dev/null | grep -c '^sleeper rank')" -lt 4 ]; do
 done
 rank_pids=$(sed -n 's/^sleeper rank [0-9]* of [0-9]* pid \([0-9]*\)$/\1/p' "$out")
 [ "$(echo "$rank_pids" | wc -w)" -eq 4 ] || fail "could not read four rank pids"
-echo "ranks running: $(echo $rank_pids); killing mpirun (pid $mpirun_pid) with SIGKILL"
+echo "ranks running: $(echo $rank_pids); sending mpirun (pid $mpirun_pid) SIG$signal"
 
-kill -9 "$mpirun_pid"
-wait "$mpirun_pid" 2>/dev/null
-mpirun_pid=
+kill -s "$signal" "$mpirun_pid"
+killed_at=$(date +%s%N)
+if [ "$signal" != KILL ]; then
+    # mpirun must end by itself: wait for it in the background with a bound.
+    tries=0
+    while kill -0 "$mpirun_pid" 2>/dev/null; do
+        state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$mpirun_pid/status" 2>/dev/null)
+        [ "$state" = Z ] && break
+        tries=$((tries + 1))
+        [ $tries -gt 100 ] && fail "mpirun still running 5 s after SIG$signal"
+        sleep 0.05
+    done
+    wait "$mpirun_pid"
+    status=$?
+    mpirun_pid=
+    exit_ms=$((($(date +%s%N) - killed_at) / 1000000))
+    [ "$status" -eq $((128 + signum)) ] ||
+        fail "mpirun exited with status $status after SIG$signal, expected $((128 + signum))"
+    echo "mpirun exited with status $status ${exit_ms} ms after SIG$signal"
+else
+    wait "$mpirun_pid" 2>/dev/null
+    mpirun_pid=
+fi
 
 # Everything must be gone within 2 s.
-killed_at=$(date +%s%N)
 while :; do
     left=
     for p in $rank_pids; do alive "$p" && left="$left $p"; done

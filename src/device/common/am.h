@@ -34,6 +34,11 @@ typedef void (*hashi_am_done_fn)(void *arg, int status);
 
 /* Capabilities (hashi_am_ops.flags). */
 #define HASHI_AM_CAP_GET 0x1u      /* get() reads registered remote memory */
+#define HASHI_AM_CAP_PUT 0x2u      /* put() writes registered remote memory, with a notice after the data */
+#define HASHI_AM_CAP_NOTICE 0x4u   /* notice() carries 8-byte control messages (ACK, FIN) */
+
+/* Notices carry values below this bound (the device may use the top bits). */
+#define HASHI_AM_NOTICE_LIMIT (UINT64_C(1) << 62)
 
 /* send() flags. */
 #define HASHI_AM_SEND_BUFFERED 0x1u  /* copy now; done = handed to the transport */
@@ -61,7 +66,11 @@ struct hashi_am_ops {
      *     operations the transport refused for now): the core completes a
      *     request only then, so a rank whose requests are all complete has
      *     nothing left for the device to send when MPI_Finalize stops
-     *     progressing it.
+     *     progressing it. Exception: a copy held back only by the peer's
+     *     flow control (DIMMnet's receive-buffer credits) may count as
+     *     handed: the peer returns credit without this rank's help, and
+     *     MPI_Finalize progresses the device until every rank has entered
+     *     its fence, so the copy still leaves (eager sends complete locally).
      *   otherwise zero copy: hdr is copied before returning, data is read
      *     in place until done(arg, status) runs.
      * done may run before send returns. The device never loses a send: when
@@ -73,15 +82,36 @@ struct hashi_am_ops {
                 hashi_am_done_fn done, void *arg);
 
     /*
-     * Optional RMA (HASHI_AM_CAP_GET). mem_reg makes len bytes at buf
-     * readable by peers and writes rkey_size bytes of key into rkey; the key
-     * names offsets from buf. get reads len bytes at offset of (peer, rkey)
-     * into local and calls done from progress().
+     * Optional RMA (HASHI_AM_CAP_GET / _PUT). mem_reg makes len bytes at buf
+     * readable and writable by world rank peer (the only rank the key is
+     * sent to; devices whose keys are per peer need it) and writes rkey_size
+     * bytes of key into rkey; the key names offsets from buf. get reads len
+     * bytes at offset of (peer, rkey) into local and calls done from
+     * progress().
      */
-    int (*mem_reg)(void *buf, size_t len, void **mem, void *rkey);
+    int (*mem_reg)(void *buf, size_t len, int peer, void **mem, void *rkey);
     void (*mem_dereg)(void *mem);
     int (*get)(int peer, void *local, size_t len, const void *rkey, uint64_t offset,
                hashi_am_done_fn done, void *arg);
+    /*
+     * put writes len bytes at local into offset of (peer, rkey), at most
+     * max_put per call. If notice is not 0 (and < HASHI_AM_NOTICE_LIMIT),
+     * peer's core receives it through hashi_am_deliver_notice() only once
+     * this put's data is visible there (the DIMMnet-2 completion word written
+     * by the transfer itself). done(arg, status): local may be reused and
+     * the data has landed. Returns 0, or -1 (done never runs).
+     */
+    int (*put)(int peer, const void *local, size_t len, const void *rkey, uint64_t offset, uint64_t notice,
+               hashi_am_done_fn done, void *arg);
+    size_t max_put;
+
+    /*
+     * Optional (HASHI_AM_CAP_NOTICE): an 8-byte control message (value <
+     * HASHI_AM_NOTICE_LIMIT, never 0) to dest's core, handed over through
+     * hashi_am_deliver_notice(); no order with other traffic is promised.
+     * The device never loses one (it queues when it must). 0, or -1.
+     */
+    int (*notice)(int dest, uint64_t value);
 
     /* Advance the device: complete sends and gets, deliver arrivals. Returns
      * the number of events handled (0: nothing happened). */
@@ -90,13 +120,26 @@ struct hashi_am_ops {
 
 /* The core header is at most this big; a device's max_send must exceed it. */
 #define HASHI_AM_HDR_MAX 64
+/* The header in front of an eager payload (a device sizing its inline
+ * messages for "header + N bytes of data" uses it). */
+#define HASHI_AM_EAGER_HDR 40
 #define HASHI_AM_MIN_SEND (HASHI_AM_HDR_MAX + 64)
 
-/* Rendezvous flavours the core can run. */
+/*
+ * Rendezvous flavours the core can run. The sender always announces a large
+ * message first (RTS); what happens on the match depends on who came first:
+ *   send-first  (the RTS waited in the unexpected queue) the receiver reads
+ *               the sender's buffer (get) and answers FIN;
+ *   receive-first (the RTS found the receive already posted) the receiver
+ *               answers CTS with a key of its own buffer and the sender
+ *               writes it (put, the last piece carrying the completion
+ *               notice).
+ */
 enum hashi_am_rndv {
-    HASHI_AM_RNDV_AUTO,     /* get when the device has it, else chunked */
-    HASHI_AM_RNDV_GET,      /* receiver reads the sender's registered buffer, then FIN */
-    HASHI_AM_RNDV_CHUNKED   /* receiver answers CTS, sender streams fragments */
+    HASHI_AM_RNDV_AUTO,     /* put when the receive came first, get when the send did, chunked without RMA */
+    HASHI_AM_RNDV_GET,      /* always get (send-first handshake) */
+    HASHI_AM_RNDV_CHUNKED,  /* receiver answers CTS, sender streams fragments (rounds of max_send) */
+    HASHI_AM_RNDV_PUT       /* always put (receive-first handshake) */
 };
 
 /*
@@ -114,6 +157,9 @@ void hashi_am_core_finalize(void);
  * The core consumes it before returning: the device may reuse the bytes.
  */
 void hashi_am_deliver(const void *msg, size_t len);
+
+/* A notice (see hashi_am_ops.notice / put) arrived from world rank src. */
+void hashi_am_deliver_notice(int src, uint64_t value);
 
 /* The point-to-point table the core offers (fill hashi_device->p2p with it
  * after hashi_am_core_init; eager_limit is set by init). */

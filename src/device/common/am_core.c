@@ -16,7 +16,14 @@
  *                   sender streams DATA fragments (offset in the header),
  *                   completing when the last fragment has left.
  *               Either answer implies the match, so RTS needs no extra ACK
- *               for MPI_Ssend.
+ *               for MPI_Ssend. With a device that can write remote memory,
+ *               a receive that was posted before its RTS arrived
+ *               (receive-first) instead answers CTS with a key of its own
+ *               buffer, and the sender puts the data there; the last piece
+ *               carries the PUT_DONE notice, which the device hands over
+ *               only once the data is visible (no separate FIN round).
+ * ACK, FIN and PUT_DONE travel as 8-byte notices when the device has them
+ * (DIMMnet's AOTF), else as header-only messages.
  * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
  * pair and are matched in that order even if the device reorders them (a
  * small stash holds early arrivals); control messages need no order.
@@ -30,6 +37,7 @@
 #include "runtime/wake.h"
 
 #include <mpi.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,12 +46,12 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 enum am_type {
-    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA
+    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE
 };
 
 struct am_hdr {
     uint8_t type;
-    uint8_t rkey_len;       /* RTS: bytes of remote key right after the header (0: chunked) */
+    uint8_t rkey_len;       /* RTS, CTS: bytes of remote key right after the header (0: none) */
     uint16_t reserved;
     int32_t src_world;      /* sender's world rank, for answers */
     uint32_t context_id;
@@ -55,6 +63,7 @@ struct am_hdr {
     uint64_t size;          /* EAGER*: payload; RTS: message; CTS: bytes wanted; DATA: offset */
 };
 _Static_assert(sizeof(struct am_hdr) + HASHI_AM_RKEY_MAX <= HASHI_AM_HDR_MAX, "RTS header too big");
+_Static_assert(sizeof(struct am_hdr) == HASHI_AM_EAGER_HDR, "am.h names the eager header's size");
 
 /* Gets and DATA fragments in flight per rendezvous: enough to keep a device
  * busy without flooding its queues. */
@@ -69,9 +78,11 @@ struct am_send_state {
     int error;              /* MPI error class from a failed device operation */
     void *mem;              /* registered buffer (RTS with a key) */
     uint32_t peer_cookie;   /* chunked: the receiver's request */
-    uint64_t want, sent;    /* chunked: bytes the receiver wants, bytes handed to the device */
+    uint64_t want, sent;    /* chunked / put: bytes the receiver wants, bytes handed to the device */
     int frags_out;
     uint8_t busy, again;    /* stream_more running / asked to run again (callbacks may nest) */
+    uint8_t put_rkey_len;   /* receive-first: the receiver's key (0: chunked fragments) */
+    unsigned char put_rkey[HASHI_AM_RKEY_MAX];
 };
 
 struct am_recv_state {
@@ -88,6 +99,7 @@ struct am_recv_state {
     uint8_t busy, again;    /* rndv_get_more running / asked to run again */
     uint8_t rkey_len;
     unsigned char rkey[HASHI_AM_RKEY_MAX];
+    void *mem;              /* receive-first: our buffer, registered for the sender's put */
 };
 
 union am_req_state {
@@ -139,7 +151,10 @@ static struct am_core {
     const struct hashi_am_ops *am;
     size_t eager_limit;
     size_t frag_payload;    /* DATA payload per fragment */
-    int use_get;
+    int use_get;            /* senders register their buffer for the receiver's get */
+    int use_put;            /* receivers may register theirs for the sender's put */
+    int use_notice;         /* ACK / FIN / PUT_DONE as device notices */
+    enum hashi_am_rndv rndv;
     struct hashi_mq mq;
     struct hashi_cookies cookies;
     struct am_peer *peers;  /* by world rank */
@@ -151,9 +166,25 @@ struct hashi_device_p2p_ops hashi_am_p2p_ops;
 /* ---------------------------------------------------------------- helpers */
 
 /* ACK, FIN, CTS; done(arg) runs once it is handed over (or if it fails). */
+static uint64_t notice_value(uint8_t type, uint32_t cookie)
+{
+    return (uint64_t)type << 32 | cookie;
+}
+
 static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size,
                          hashi_am_done_fn done, void *arg)
 {
+    if (core.use_notice && (type == AM_ACK || type == AM_FIN)) {
+        if (core.am->notice(dest, notice_value(type, cookie)) == 0) {
+            if (done)
+                done(arg, 0);
+            return;
+        }
+        hashi_log("matching core: sending a notice to rank %d failed; its peer will wait", dest);
+        if (done)
+            done(arg, -1);
+        return;
+    }
     struct am_hdr h = {
         .type = type, .src_world = hashi_job.rank, .cookie = cookie, .cookie2 = cookie2, .size = size,
     };
@@ -200,7 +231,10 @@ static void complete_recv(struct MPI_ABI_Request *req)
     struct am_recv_state *r = recv_state(req);
     if (r->cookie)
         hashi_cookie_free(&core.cookies, r->cookie);
+    if (r->mem)
+        core.am->mem_dereg(r->mem);
     r->cookie = 0;
+    r->mem = NULL;
     req->status.MPI_SOURCE = r->source;
     req->status.MPI_TAG = r->tag;
     req->status.MPI_ERROR = r->error ? r->error : r->size > r->want ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
@@ -266,14 +300,57 @@ static void rndv_get_more(struct MPI_ABI_Request *req)
         rndv_recv_finished(req);
 }
 
-/* A receive matched an RTS (from the wire or the unexpected queue). */
-static void rndv_recv_start(struct MPI_ABI_Request *req)
+/* Receive-first: offer our buffer to the sender's put. 0, or -1 to fall back. */
+static int rndv_put_offer(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    unsigned char wire[sizeof(struct am_hdr) + HASHI_AM_RKEY_MAX];
+    struct am_hdr h = {
+        .type = AM_CTS, .rkey_len = (uint8_t)core.am->rkey_size, .src_world = hashi_job.rank,
+        .cookie = r->peer_cookie, .size = r->want,
+    };
+    if (core.am->mem_reg(req->dev_buf, r->want, r->peer_world, &r->mem, wire + sizeof h) != 0) {
+        r->mem = NULL;
+        return -1;
+    }
+    r->cookie = hashi_cookie_new(&core.cookies, req);
+    if (!r->cookie) {
+        core.am->mem_dereg(r->mem);
+        r->mem = NULL;
+        return -1;
+    }
+    h.cookie2 = r->cookie;
+    memcpy(wire, &h, sizeof h);
+    if (core.am->send(r->peer_world, wire, sizeof h + core.am->rkey_size, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL,
+                      NULL) != 0) {
+        hashi_log("matching core: offering a receive buffer to rank %d failed", r->peer_world);
+        r->error = MPI_ERR_OTHER;
+        r->want = 0;
+        complete_recv(req);
+    }
+    return 0;  /* PUT_DONE completes the receive */
+}
+
+/* Which side moves a rendezvous message's data (see enum hashi_am_rndv). */
+static int rndv_wants_put(const struct am_recv_state *r, int posted_first)
+{
+    if (!core.use_put || r->want == 0)
+        return 0;
+    if (core.rndv == HASHI_AM_RNDV_PUT || !r->rkey_len)
+        return 1;
+    return core.rndv == HASHI_AM_RNDV_AUTO && posted_first;
+}
+
+/* A receive matched an RTS (from the wire, posted_first, or the unexpected queue). */
+static void rndv_recv_start(struct MPI_ABI_Request *req, int posted_first)
 {
     struct am_recv_state *r = recv_state(req);
     r->want = r->size < req->dev_bytes ? r->size : req->dev_bytes;
     r->issued = r->landed = 0;
     r->gets_out = 0;
     r->busy = r->again = 0;
+    if (rndv_wants_put(r, posted_first) && rndv_put_offer(req) == 0)
+        return;
     if (r->rkey_len) {
         rndv_get_more(req);
         return;
@@ -296,7 +373,7 @@ static void rndv_recv_start(struct MPI_ABI_Request *req)
 /* A receive and a message met: place eager data or start the rendezvous. */
 static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_world, int source, int tag,
                          uint32_t cookie, uint64_t size, const void *payload, const unsigned char *rkey,
-                         uint8_t rkey_len)
+                         uint8_t rkey_len, int posted_first)
 {
     struct am_recv_state *r = recv_state(req);
     r->peer_world = src_world;
@@ -310,7 +387,7 @@ static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_worl
         r->rkey_len = rkey_len;
         if (rkey_len)
             memcpy(r->rkey, rkey, rkey_len);
-        rndv_recv_start(req);
+        rndv_recv_start(req, posted_first);
         return;
     }
     r->want = size < req->dev_bytes ? size : req->dev_bytes;
@@ -325,7 +402,7 @@ static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_worl
 static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
 {
     recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
-                 u->rkey_len);
+                 u->rkey_len, 0);
     free(u);
 }
 
@@ -338,7 +415,7 @@ static void arrival(const struct am_hdr *h, const unsigned char *body, size_t bo
     if (p) {
         struct am_recv_state *r = container_of(p, struct am_recv_state, posted);
         recv_matched(req_of_recv(r), h->type, h->src_world, h->source, h->tag, h->cookie, h->size, payload,
-                     rkey, h->rkey_len);
+                     rkey, h->rkey_len, 1);
         return;
     }
     size_t keep = h->type == AM_RTS ? 0 : body_len;
@@ -391,7 +468,7 @@ static int parse(const void *msg, size_t len, struct am_hdr *h)
     memcpy(h, msg, sizeof *h);
     if (h->src_world < 0 || h->src_world >= core.npeers)
         return -1;
-    if (h->type == AM_RTS && (h->rkey_len > HASHI_AM_RKEY_MAX || len < sizeof *h + h->rkey_len))
+    if ((h->type == AM_RTS || h->type == AM_CTS) && (h->rkey_len > HASHI_AM_RKEY_MAX || len < sizeof *h + h->rkey_len))
         return -1;
     if ((h->type == AM_EAGER || h->type == AM_EAGER_SYNC) && len - sizeof *h != h->size)
         return -1;  /* the payload is exactly the size it claims */
@@ -422,7 +499,31 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
 
 static void frag_done(void *arg, int status);
 
-/* Keep up to RNDV_WINDOW fragments in flight (same nesting rule as rndv_get_more). */
+/* Receive-first: one piece of the put; the last one carries PUT_DONE and
+ * leaves only after every other piece has landed, so its notice means all of
+ * the data is there. Returns 0 if the piece must wait. */
+static int put_piece(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    uint64_t left = s->want - s->sent;
+    size_t piece = left < core.am->max_put ? (size_t)left : core.am->max_put;
+    int last = piece == left;
+    if (last && s->frags_out > 0)
+        return 0;
+    uint64_t offset = s->sent;
+    s->frags_out++;
+    s->sent += piece;
+    if (core.am->put(req->dest_world, (const char *)req->dev_buf + offset, piece, s->put_rkey, offset,
+                     last ? notice_value(AM_PUT_DONE, s->peer_cookie) : 0, frag_done, req) != 0) {
+        s->frags_out--;
+        s->error = MPI_ERR_OTHER;
+        hashi_log("matching core: writing a rendezvous message to rank %d failed", req->dest_world);
+    }
+    return 1;
+}
+
+/* Keep up to RNDV_WINDOW fragments or puts in flight (same nesting rule as
+ * rndv_get_more). */
 static void stream_more(struct MPI_ABI_Request *req)
 {
     struct am_send_state *s = send_state(req);
@@ -434,6 +535,11 @@ static void stream_more(struct MPI_ABI_Request *req)
     do {
         s->again = 0;
         while (s->sent < s->want && s->frags_out < RNDV_WINDOW && !s->error) {
+            if (s->put_rkey_len) {
+                if (!put_piece(req))
+                    break;
+                continue;
+            }
             uint64_t left = s->want - s->sent;
             size_t n = left < core.frag_payload ? (size_t)left : core.frag_payload;
             uint64_t offset = s->sent;
@@ -485,7 +591,17 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
         s->sent = 0;
         s->frags_out = 0;
         s->busy = s->again = 0;
-        s->waiting = (s->waiting & ~WAIT_CTS) | WAIT_LOCAL;
+        s->put_rkey_len = h->rkey_len;
+        if (h->rkey_len) {
+            if (!core.use_put || body_len < h->rkey_len) {
+                hashi_log("matching core: rank %d offered a buffer for a put this device cannot do", h->src_world);
+                s->error = MPI_ERR_OTHER;
+                s->want = 0;
+            }
+            memcpy(s->put_rkey, body, h->rkey_len);
+        }
+        /* Receive-first answers a keyed RTS too: no FIN follows then. */
+        s->waiting = (s->waiting & ~(WAIT_CTS | WAIT_FIN)) | WAIT_LOCAL;
         stream_more(req);
         break;
     }
@@ -529,6 +645,31 @@ void hashi_am_deliver(const void *msg, size_t len)
         break;
     default:
         hashi_log("matching core: dropping a message of unknown type %u from rank %d", h.type, h.src_world);
+    }
+}
+
+void hashi_am_deliver_notice(int src, uint64_t value)
+{
+    uint8_t type = (uint8_t)(value >> 32);
+    uint32_t cookie = (uint32_t)value;
+    struct MPI_ABI_Request *req = hashi_cookie_get(&core.cookies, cookie);
+    if (!req || value >= HASHI_AM_NOTICE_LIMIT) {
+        hashi_log("matching core: notice %#" PRIx64 " from rank %d names no pending request", value, src);
+        return;
+    }
+    switch (type) {
+    case AM_ACK:
+        send_progressed(req, WAIT_ACK);
+        break;
+    case AM_FIN:
+        send_progressed(req, WAIT_FIN);
+        break;
+    case AM_PUT_DONE:
+        recv_state(req)->landed = recv_state(req)->want;
+        complete_recv(req);
+        break;
+    default:
+        hashi_log("matching core: dropping a notice of unknown type %u from rank %d", type, src);
     }
 }
 
@@ -607,7 +748,7 @@ static int am_isend(struct MPI_ABI_Request *req)
     m.h.seq = peer->send_seq++;
     size_t hdr_len = sizeof m.h;
     s->waiting = WAIT_CTS;
-    if (core.use_get && core.am->mem_reg(req->dev_buf, len, &s->mem, m.rkey) == 0) {
+    if (core.use_get && core.am->mem_reg(req->dev_buf, len, req->dest_world, &s->mem, m.rkey) == 0) {
         m.h.rkey_len = (uint8_t)core.am->rkey_size;
         hdr_len += core.am->rkey_size;
         s->waiting = WAIT_FIN;
@@ -718,7 +859,17 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
                  am->name);
         return -1;
     }
-    core.use_get = rndv != HASHI_AM_RNDV_CHUNKED && can_get;
+    int can_put = (am->flags & HASHI_AM_CAP_PUT) && am->put && am->mem_reg && am->mem_dereg && am->max_put &&
+                  am->rkey_size <= HASHI_AM_RKEY_MAX;
+    if (rndv == HASHI_AM_RNDV_PUT && !can_put) {
+        snprintf(err, errlen, "matching core: rendezvous by put requested, but device %s cannot write remote memory",
+                 am->name);
+        return -1;
+    }
+    core.rndv = rndv;
+    core.use_get = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_GET) && can_get;
+    core.use_put = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_PUT) && can_put;
+    core.use_notice = (am->flags & HASHI_AM_CAP_NOTICE) && am->notice;
     core.npeers = hashi_job.size;
     core.peers = calloc((size_t)core.npeers, sizeof *core.peers);
     if (!core.peers) {
@@ -739,8 +890,12 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         .eager_limit = core.eager_limit,
         .tag_ub = INT_MAX,
     };
-    HASHI_DEBUG(1, "matching core on %s: eager up to %zu bytes, rendezvous by %s", am->name, core.eager_limit,
-                core.use_get ? "get" : "chunked messages");
+    HASHI_DEBUG(1, "matching core on %s: eager up to %zu bytes, rendezvous by %s%s", am->name, core.eager_limit,
+                core.use_get && core.use_put ? "get (send-first) or put (receive-first)"
+                : core.use_get               ? "get"
+                : core.use_put               ? "put"
+                                             : "chunked messages",
+                core.use_notice ? ", control by notices" : "");
     return 0;
 }
 

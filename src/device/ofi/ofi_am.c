@@ -91,6 +91,42 @@ struct ofi_rkey {
     uint64_t raddr, key;
 };
 
+/*
+ * Coalescing. libfabric 1.17's shm serialises a sender's fi_inject and the
+ * receiver's progress on one spin lock in the receiver's region: a stream of
+ * small messages costs about 1 us each, half of it the sender waiting for
+ * that lock. So a small buffered send that follows another send to the same
+ * peer with no progress poll in between (a burst: MPI_Isend in a loop) is
+ * appended to an open batch for that peer; the batch goes to the provider as
+ * one message, marked by remote CQ data, at the start and end of the next
+ * progress poll, when it is full, or before any other send to that peer
+ * (order). The first send of a burst goes out at once, so ping-pong latency
+ * is unchanged; a send's done runs when its batch is handed over, so its
+ * request completes only then (the contract of HASHI_AM_SEND_BUFFERED).
+ * Batch body: for each message a 4-byte length (host order), then its bytes.
+ */
+#define BATCH_BYTES 4096
+#define BATCH_MAX_MSGS 64
+#define BATCH_CQ_DATA UINT64_C(0x48424154) /* "HBAT": fits the smallest CQ data (4 bytes) */
+
+struct abatch {
+    struct ofi_op op;
+    struct abatch *next;    /* the free list, or the list of open batches */
+    int dest;
+    unsigned count;
+    size_t len;
+    struct {
+        hashi_am_done_fn fn;
+        void *arg;
+    } handed[BATCH_MAX_MSGS];
+    unsigned char bytes[BATCH_BYTES];
+};
+
+struct apeer {
+    struct abatch *open;    /* being filled, not yet handed to the provider */
+    uint64_t last_send_poll; /* am.polls when the last send to this peer left */
+};
+
 static struct {
     struct hashi_am_ops ops;
     struct rbuf rbufs[RBUF_COUNT];
@@ -99,6 +135,12 @@ static struct {
     struct azsend *zsend_free;
     struct aread *read_free;
     int bounce_cached, zsend_cached, read_cached;
+    /* coalescing */
+    size_t coalesce_max;    /* largest message (header + payload) batched; 0: off */
+    struct apeer *peers;    /* by world rank */
+    struct abatch *open_batches, *batch_free;
+    int batch_cached;
+    uint64_t polls;         /* progress polls so far: a burst is sends within one gap */
 } am;
 
 /* ---------------------------------------------------------------- pools */
@@ -235,12 +277,155 @@ static void zsend_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e
 
 static const struct ofi_op_class zsend_class = { "fi_sendv", 0, zsend_post, zsend_complete };
 
+static void batch_put(struct abatch *b)
+{
+    if (am.batch_cached < POOL_CACHE_MAX) {
+        b->next = am.batch_free;
+        am.batch_free = b;
+        am.batch_cached++;
+    } else {
+        free(b);
+    }
+}
+
+static void batch_handed(struct abatch *b, int status)
+{
+    unsigned n = b->count;
+    b->count = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (b->handed[i].fn)
+            b->handed[i].fn(b->handed[i].arg, status);
+}
+
+static ssize_t batch_post(struct ofi_op *op)
+{
+    struct abatch *b = (struct abatch *)op;
+    fi_addr_t to = hashi_ofi.peers[b->dest];
+    int single = b->count == 1;
+    /* One message goes out as itself, without the batch framing. */
+    const unsigned char *bytes = single ? b->bytes + sizeof(uint32_t) : b->bytes;
+    size_t len = single ? b->len - sizeof(uint32_t) : b->len;
+    ssize_t rc;
+    HASHI_DEBUG(4, "ofi device: %u coalesced messages (%zu bytes) to rank %d", b->count, len, b->dest);
+    if (len <= hashi_ofi.inject_size) {
+        rc = single ? fi_inject(hashi_ofi.ep, bytes, len, to) : fi_injectdata(hashi_ofi.ep, bytes, len, BATCH_CQ_DATA, to);
+        if (rc == 0) {
+            hashi_wake_peer(b->dest);
+            batch_handed(b, 0);
+            batch_put(b);   /* injected: no completion follows */
+        }
+        return rc;
+    }
+    rc = single ? fi_send(hashi_ofi.ep, bytes, len, NULL, to, &op->ctx)
+                : fi_senddata(hashi_ofi.ep, bytes, len, NULL, BATCH_CQ_DATA, to, &op->ctx);
+    if (rc == 0) {
+        hashi_wake_peer(b->dest);
+        batch_handed(b, 0);
+    }
+    return rc;
+}
+
+static void batch_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct abatch *b = (struct abatch *)op;
+    (void)e;
+    if (err) {
+        hashi_log("ofi device: %u coalesced messages to rank %d failed: %s", b->count, b->dest, fi_strerror(err->err));
+        batch_handed(b, -err->err);  /* if it never got posted */
+    }
+    batch_put(b);
+}
+
+static const struct ofi_op_class batch_class = { "fi_send (coalesced)", 0, batch_post, batch_complete };
+
+/* Hand dest's open batch to the provider (or its queue, keeping order). */
+static void batch_close(int dest)
+{
+    struct abatch *b = am.peers[dest].open;
+    am.peers[dest].open = NULL;
+    for (struct abatch **p = &am.open_batches; *p; p = &(*p)->next) {
+        if (*p == b) {
+            *p = b->next;
+            break;
+        }
+    }
+    b->next = NULL;
+    hashi_ofi_post(&b->op);
+}
+
+/* Close every open batch; returns the messages they carried. */
+static int batches_close_all(void)
+{
+    int n = 0;
+    while (am.open_batches) {
+        n += (int)am.open_batches->count;
+        batch_close(am.open_batches->dest);
+    }
+    return n;
+}
+
+/*
+ * Append a buffered send to dest's open batch, opening one when this send
+ * follows another to dest within the same gap between progress polls.
+ * Returns 1 if the message was taken, 0 if it should go out by itself.
+ */
+static int batch_add(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len,
+                     hashi_am_done_fn done, void *arg)
+{
+    struct apeer *p = &am.peers[dest];
+    size_t need = sizeof(uint32_t) + hdr_len + len;
+    struct abatch *b = p->open;
+    if (b && (b->len + need > BATCH_BYTES || b->count == BATCH_MAX_MSGS)) {
+        batch_close(dest);
+        b = NULL;
+    }
+    if (!b) {
+        if (p->last_send_poll != am.polls) {
+            p->last_send_poll = am.polls;
+            return 0;
+        }
+        b = am.batch_free;
+        if (b) {
+            am.batch_free = b->next;
+            am.batch_cached--;
+        } else if (!(b = malloc(sizeof *b))) {
+            return 0;
+        }
+        b->op.cls = &batch_class;
+        b->dest = dest;
+        b->count = 0;
+        b->len = 0;
+        b->next = am.open_batches;
+        am.open_batches = b;
+        p->open = b;
+    }
+    uint32_t n = (uint32_t)(hdr_len + len);
+    unsigned char *at = b->bytes + b->len;
+    memcpy(at, &n, sizeof n);
+    memcpy(at + sizeof n, hdr, hdr_len);
+    if (len)
+        memcpy(at + sizeof n + hdr_len, data, len);
+    b->len += need;
+    b->handed[b->count].fn = done;
+    b->handed[b->count].arg = arg;
+    b->count++;
+    return 1;
+}
+
 static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
                    hashi_am_done_fn done, void *arg)
 {
     size_t total = hdr_len + len;
     if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || dest < 0 || dest >= hashi_job.size)
         return -1;
+    if (am.coalesce_max) {
+        if ((flags & HASHI_AM_SEND_BUFFERED) && total <= am.coalesce_max) {
+            if (batch_add(dest, hdr, hdr_len, data, len, done, arg))
+                return 0;
+        } else if (am.peers[dest].open) {
+            batch_close(dest);  /* what was batched before this send goes first */
+        }
+    }
     if (flags & HASHI_AM_SEND_BUFFERED) {
         if (total <= hashi_ofi.inject_size && total <= INJECT_STACK && hashi_ofi_queue_empty(0)) {
             unsigned char msg[INJECT_STACK];
@@ -291,8 +476,9 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
 
 /* ------------------------------------------------------------------ RMA */
 
-static int am_mem_reg(void *buf, size_t len, void **mem, void *rkey)
+static int am_mem_reg(void *buf, size_t len, int peer, void **mem, void *rkey)
 {
+    (void)peer;  /* one key serves every peer */
     struct fid_mr *mr;
     struct ofi_rkey k;
     int rc = hashi_ofi_mr_reg(buf, len, &mr, &k.raddr, &k.key);
@@ -358,6 +544,24 @@ static int am_get(int peer, void *local, size_t len, const void *rkey, uint64_t 
 
 /* ------------------------------------------------------------- receiving */
 
+/* A coalesced message: hand each message in it to the core, in order. */
+static void deliver_batch(const unsigned char *buf, size_t len)
+{
+    size_t off = 0;
+    while (len - off >= sizeof(uint32_t)) {
+        uint32_t n;
+        memcpy(&n, buf + off, sizeof n);
+        off += sizeof n;
+        if (n > len - off) {
+            hashi_log("ofi device: a coalesced message is malformed (%u bytes announced, %zu left): dropped",
+                      n, len - off);
+            return;
+        }
+        hashi_am_deliver(buf + off, n);
+        off += n;
+    }
+}
+
 static ssize_t rbuf_post(struct ofi_op *op)
 {
     struct rbuf *rb = (struct rbuf *)op;
@@ -375,7 +579,9 @@ static void rbuf_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
                       fi_cq_strerror(hashi_ofi.cq, err->prov_errno, err->err_data, NULL, 0));
         flags = err->flags;
     } else {
-        if (e->len)
+        if ((e->flags & FI_REMOTE_CQ_DATA) && e->data == BATCH_CQ_DATA)
+            deliver_batch(e->buf, e->len);
+        else if (e->len)
             hashi_am_deliver(e->buf, e->len);
         flags = e->flags;
     }
@@ -388,7 +594,15 @@ static const struct ofi_op_class rbuf_class = { "fi_recvmsg (FI_MULTI_RECV)", 1,
 
 static int am_progress(void)
 {
-    return hashi_ofi_progress();
+    /* Batches of the sends since the last poll leave first; what this
+     * poll's completions send (ACK, FIN, CTS) leaves before it returns, so a
+     * rank that stops polling owes its peers nothing. */
+    am.polls++;
+    int n = am.open_batches ? batches_close_all() : 0;
+    n += hashi_ofi_progress();
+    if (am.open_batches)
+        n += batches_close_all();
+    return n;
 }
 
 /* ------------------------------------------------------------ life cycle */
@@ -418,6 +632,19 @@ int hashi_ofi_am_init(char *err, size_t errlen)
     if (hashi_am_core_init(&am.ops, hashi_ofi.eager_limit, mode, err, errlen) != 0)
         return -1;
     hashi_device_ofi.p2p = hashi_am_p2p_ops;
+
+    /* Batches need remote CQ data to mark them; the limit keeps the copies
+     * into a batch cheaper than the provider's per-message cost. */
+    int64_t coalesce = hashi_param_int(HASHI_P_OFI_COALESCE);
+    if (coalesce > 0 && hashi_ofi.info->domain_attr->cq_data_size >= 4) {
+        am.coalesce_max = (size_t)coalesce < BATCH_BYTES / 2 ? (size_t)coalesce : BATCH_BYTES / 2;
+        am.peers = calloc((size_t)hashi_job.size, sizeof *am.peers);
+        if (!am.peers) {
+            snprintf(err, errlen, "ofi device: out of memory");
+            return -1;
+        }
+        am.polls = 1;   /* no peer has had a send in the current gap yet */
+    }
     return 0;
 }
 
@@ -472,5 +699,17 @@ void hashi_ofi_am_finalize(void)
         am.read_free = r->next_free;
         free(r);
     }
+    /* Open batches are normally empty here: every poll closes them. */
+    while (am.open_batches) {
+        struct abatch *b = am.open_batches;
+        am.open_batches = b->next;
+        free(b);
+    }
+    while (am.batch_free) {
+        struct abatch *b = am.batch_free;
+        am.batch_free = b->next;
+        free(b);
+    }
+    free(am.peers);
     memset(&am, 0, sizeof am);
 }

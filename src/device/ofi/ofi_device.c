@@ -10,6 +10,7 @@
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
+#include "transport/fabric/fi_util.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
@@ -79,31 +80,6 @@ static struct fi_info *make_hints(enum ofi_matching want, int with_rma)
     return hints;
 }
 
-static int is_shm(const struct fi_info *i)
-{
-    return strcmp(i->fabric_attr->prov_name, "shm") == 0;
-}
-
-/*
- * FI_PROVIDER set: libfabric already kept only those providers; take the first.
- * Unset: on one node prefer shm (it reaches every rank and is the fastest);
- * across nodes take the first provider that is not shm.
- */
-static struct fi_info *choose(struct fi_info *list)
-{
-    if (getenv("FI_PROVIDER"))
-        return list;
-    if (hashi_job.num_nodes <= 1) {
-        for (struct fi_info *i = list; i; i = i->next)
-            if (is_shm(i))
-                return i;
-    }
-    for (struct fi_info *i = list; i; i = i->next)
-        if (!is_shm(i))
-            return i;
-    return list;
-}
-
 /*
  * Ask libfabric for endpoints that can serve the requested matching: with
  * RMA reads first (rendezvous), for auto both matching modes, then either.
@@ -120,7 +96,6 @@ static int get_info(enum ofi_matching want, enum ofi_matching *got, char *err, s
         { OFI_MATCH_CORE, OFI_MATCH_CORE, 1 },
         { OFI_MATCH_CORE, OFI_MATCH_CORE, 0 },
     };
-    const char *prov = getenv("FI_PROVIDER");
     int rc = -FI_ENODATA;
     for (size_t i = 0; i < sizeof attempts / sizeof *attempts; i++) {
         if (attempts[i].want != want)
@@ -135,23 +110,14 @@ static int get_info(enum ofi_matching want, enum ofi_matching *got, char *err, s
         if (rc == 0 && hashi_ofi.info_list) {
             hashi_ofi.has_rma = attempts[i].rma;
             *got = attempts[i].caps;
-            hashi_ofi.info = choose(hashi_ofi.info_list);
+            hashi_ofi.info = hashi_fi_choose(hashi_ofi.info_list, hashi_job.num_nodes <= 1);
             return 0;
         }
         hashi_ofi.info_list = NULL;
     }
     const char *needs = want == OFI_MATCH_TAGGED ? "tagged RDM endpoints with RMA reads"
                                                  : "RDM endpoints with tagged messages or multi-receive buffers";
-    if (prov)
-        snprintf(err, errlen,
-                 "ofi device: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the "
-                 "providers this machine has (unset FI_PROVIDER to let Hashi choose)",
-                 prov, needs, fi_strerror(-rc));
-    else
-        snprintf(err, errlen,
-                 "ofi device: no libfabric provider offers %s (fi_getinfo: %s); `fi_info -l` lists the "
-                 "providers this machine has",
-                 needs, fi_strerror(-rc));
+    hashi_fi_unusable(err, errlen, "ofi device", needs, rc);
     return -1;
 }
 
@@ -213,41 +179,6 @@ static int decide_matching(enum ofi_matching want, enum ofi_matching caps, char 
     return 0;
 }
 
-/*
- * shm names its shared-memory region after the endpoint's source address,
- * "<pid>:0:0" by default: a rank killed before closing leaves that file in
- * /dev/shm, and a later process with the same pid then fails fi_enable with
- * EBUSY. Under Hashi's mpirun the name starts with the job directory's
- * basename and '-', which is what mpirun and its reaper remove from /dev/shm
- * when a job ends, however it ends. Without a launcher the name still carries
- * the job key and the pid, so it never collides with another job's.
- */
-static int name_shm_endpoint(struct fi_info *info, char *err, size_t errlen)
-{
-    char name[512];
-    const char *slash = strrchr(hashi_job.job_dir, '/');
-    int n;
-    if (hashi_job.job_dir[0] && slash && slash[1])
-        n = snprintf(name, sizeof name, "fi_shm://%s-ofi-%d", slash + 1, hashi_job.rank);
-    else
-        n = snprintf(name, sizeof name, "fi_shm://hashi-%u-%016llx-ofi-%d-%d", (unsigned)getuid(),
-                     (unsigned long long)hashi_job.key, hashi_job.rank, (int)getpid());
-    if (n < 0 || (size_t)n >= sizeof name) {
-        snprintf(err, errlen, "ofi device: the job directory name is too long for a shm endpoint name");
-        return -1;
-    }
-    char *addr = malloc((size_t)n + 1);
-    if (!addr) {
-        snprintf(err, errlen, "ofi device: out of memory");
-        return -1;
-    }
-    memcpy(addr, name, (size_t)n + 1);
-    free(info->src_addr);
-    info->src_addr = addr;
-    info->src_addrlen = (size_t)n + 1;
-    return 0;
-}
-
 static int read_params(enum ofi_matching *want, char *err, size_t errlen)
 {
     const char *m = hashi_param_str(HASHI_P_OFI_MATCHING);
@@ -292,7 +223,8 @@ static int ofi_init(char *err, size_t errlen)
     hashi_ofi.mr_prov_key = (info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
     hashi_ofi.next_mr_key = 1;
 
-    if (is_shm(info) && info->addr_format == FI_ADDR_STR && name_shm_endpoint(info, err, errlen) != 0)
+    if (hashi_fi_is_shm(info) && info->addr_format == FI_ADDR_STR &&
+        hashi_fi_name_shm_endpoint(info, "ofi", err, errlen) != 0)
         return -1;
     int rc;
     if ((rc = fi_fabric(info->fabric_attr, &hashi_ofi.fabric, NULL)))
@@ -333,19 +265,6 @@ static int ofi_init(char *err, size_t errlen)
         return -1;
     }
     return 0;
-}
-
-/* shm's region file is named by the endpoint address without its scheme. */
-static void unlink_own_shm_name(void)
-{
-    char addr[256];
-    size_t len = sizeof addr - 1;
-    if (fi_getname(&hashi_ofi.ep->fid, addr, &len) != 0)
-        return;
-    addr[len < sizeof addr ? len : sizeof addr - 1] = '\0';
-    const char *name = strncmp(addr, "fi_shm://", 9) == 0 ? addr + 9 : addr;
-    if (shm_unlink(name) != 0)
-        HASHI_DEBUG(1, "ofi device: removing the name of shm region %s failed: %s", name, strerror(errno));
 }
 
 static int ofi_connect(char *err, size_t errlen)
@@ -395,8 +314,8 @@ static int ofi_connect(char *err, size_t errlen)
     /* Alone with no launcher to clean up after a crash: the region only
      * maps itself (already done when its address went into the AV), so its
      * name can go now and an aborted singleton leaves nothing in /dev/shm. */
-    if (hashi_job.size == 1 && !hashi_job.job_dir[0] && is_shm(hashi_ofi.info))
-        unlink_own_shm_name();
+    if (hashi_job.size == 1 && !hashi_job.job_dir[0] && hashi_fi_is_shm(hashi_ofi.info))
+        hashi_fi_unlink_shm_name(hashi_ofi.ep, "ofi device");
     return hashi_ofi.matching == OFI_MATCH_TAGGED ? hashi_ofi_tagged_connect(err, errlen)
                                                   : hashi_ofi_am_connect(err, errlen);
 }

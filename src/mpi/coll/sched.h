@@ -9,7 +9,10 @@
  * calls starts together; the next round starts once all steps of the
  * current one have completed. Sends and receives of a round are posted in the
  * order they were added, so two messages between the same pair in one
- * schedule keep their order (non-overtaking).
+ * schedule keep their order (non-overtaking). Within a round, steps start
+ * in the order they were added and a local step (reduce, copy, callback) has
+ * finished before the next step starts: a round may reduce the data the
+ * previous round received and then send the result.
  *
  * Messages travel on the communicator's internal context
  * (hashi_comm_coll_context) with one tag per schedule, taken from the
@@ -80,5 +83,10 @@ int hashi_sched_to_request(struct hashi_sched *s, int persistent, struct MPI_ABI
 
 /* Blocking form: start, wait, free. Returns MPI_SUCCESS or the error class. */
 int hashi_sched_run(struct hashi_sched *s);
+
+/* The next tag of comm's collective sequence, for library protocols that do
+ * not use a schedule (nonblocking communicator creation): every rank takes
+ * tags of a communicator in the same order. */
+int hashi_coll_next_tag(struct MPI_ABI_Comm *comm);
 
 #endif

@@ -70,9 +70,11 @@ struct hashi_p2p_state {
     /* Device sends started and not completed: MPI_Finalize drains them. */
     atomic_long sends_in_flight;
     /* Waiting: idle polls before sleeping (oversubscribed) or yielding, and
-     * the bound on one sleep. */
+     * the bound on one sleep: sleep_us at first, doubling up to sleep_max_us
+     * while the rank stays idle. */
     long spin_limit;
     long sleep_us;
+    long sleep_max_us;
     int oversubscribed;
     int tag_ub;
     int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);

@@ -3,8 +3,9 @@
  * wait loop every blocking call uses. A rank with a core of its own spins
  * (HASHI_SPIN_COUNT idle polls between yields of its core); an oversubscribed
  * rank spins a twentieth of that, then sleeps on its wake word
- * (runtime/wake.h) until a local peer's send wakes it or HASHI_SLEEP_US
- * passes. Also the layer's init and MPI_Finalize's drain.
+ * (runtime/wake.h) until a local peer's send wakes it or the sleep's bound
+ * passes: HASHI_SLEEP_US, doubled after every sleep that brought nothing, up
+ * to HASHI_SLEEP_MAX_US. Also the layer's init and MPI_Finalize's drain.
  */
 #include "mpi/p2p/p2p_impl.h"
 #include "runtime/log.h"
@@ -73,12 +74,14 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
     struct wait_condition saved = current_wait;
     current_wait = (struct wait_condition){ done, arg };
     long idle = 0;
+    long sleep_us = hashi_p2p.sleep_us;
     for (;;) {
         int n = hashi_progress_poll();
         if (done(arg))
             break;
         if (n > 0) {
             idle = 0;
+            sleep_us = hashi_p2p.sleep_us;
             continue;
         }
         if (++idle < hashi_p2p.spin_limit)
@@ -86,7 +89,16 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
         /* Idle for a while: an oversubscribed rank sleeps on its wake word
          * (a local sender wakes it) and, still idle, sleeps again at once;
          * any other yields its core once and spins again. */
-        hashi_wake_sleep(poll_before_sleep, hashi_p2p.sleep_us);
+        if (hashi_wake_sleep(poll_before_sleep, sleep_us) > 0) {
+            sleep_us = hashi_p2p.sleep_us;
+        } else if (sleep_us < hashi_p2p.sleep_max_us) {
+            /* Nothing came: the time bound only matters for traffic that
+             * does not wake (remote peers, a provider's internal messages),
+             * and doubling keeps each sleep shorter than the wait so far, so
+             * a long wait (a rank parked in MPI_Recv or a barrier) stops
+             * taking its core from the ranks at work every 200 us. */
+            sleep_us = sleep_us * 2 < hashi_p2p.sleep_max_us ? sleep_us * 2 : hashi_p2p.sleep_max_us;
+        }
         if (done(arg))
             break;
         if (!hashi_wake_enabled())
@@ -125,6 +137,9 @@ void hashi_p2p_init(void)
     hashi_p2p.sleep_us = (long)hashi_param_int(HASHI_P_SLEEP_US);
     if (hashi_p2p.sleep_us < 1)
         hashi_p2p.sleep_us = 1;
+    hashi_p2p.sleep_max_us = (long)hashi_param_int(HASHI_P_SLEEP_MAX_US);
+    if (hashi_p2p.sleep_max_us < hashi_p2p.sleep_us)
+        hashi_p2p.sleep_max_us = hashi_p2p.sleep_us;
     /* The device's own limit (larger tags get MPI_ERR_TAG); never below the
      * 2^23 - 1 Hashi promises. */
     hashi_p2p.tag_ub = hashi_device->p2p.tag_ub > HASHI_P2P_DEFAULT_TAG_UB ? hashi_device->p2p.tag_ub

@@ -4,6 +4,7 @@
  * Contiguous data lands in place; non-contiguous data lands in a packed
  * buffer that the request's on_complete unpacks into the user's layout.
  */
+#include "mpi/handles.h"
 #include "mpi/p2p/p2p_impl.h"
 
 #include <stdlib.h>
@@ -303,6 +304,7 @@ static struct MPI_ABI_Message *message_new(struct MPI_ABI_Comm *c, const struct 
 
 static void message_free(struct MPI_ABI_Message *m)
 {
+    hashi_handle_forget(m);
     m->magic = 0;
     hashi_comm_release(m->comm);
     free(m);

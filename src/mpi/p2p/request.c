@@ -3,6 +3,7 @@
  * the hot path, completion (run on_complete, then publish `complete`),
  * reference counting, and finishing a completed request for a completion call.
  */
+#include "mpi/handles.h"
 #include "mpi/p2p/p2p_impl.h"
 #include "runtime/log.h"
 
@@ -70,6 +71,7 @@ static void request_destroy(struct MPI_ABI_Request *req)
         hashi_type_release(req->type);
     if (req->comm)
         hashi_comm_release(req->comm);
+    hashi_handle_forget(req);
     req->magic = 0;
     struct hashi_request_pool *pool = &hashi_p2p.pool;
     req->next_free = pool->free_list;

@@ -1,0 +1,74 @@
+/*
+ * The DIMMnet device: DIMMnet-1's messaging protocol (AOTF, BOTF, PUSH, PULL,
+ * per-peer flag areas in LLCM, credited receive areas) on the transport layer
+ * (src/transport/transport.h), under the shared matching core
+ * (device/common/am.h). Design and wire formats: docs/dimmnet.md.
+ */
+#ifndef HASHI_DEVICE_DIMMNET_H
+#define HASHI_DEVICE_DIMMNET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/common/am.h"
+#include "transport/transport.h"
+
+/* ---- wire: every block (BOTF) starts with this header ---- */
+enum dn_block_type {
+    DN_MSG = 1,     /* a whole core message follows (header + payload) */
+    DN_PKT,         /* one packet of a core message, into receive buffer `buf` at `offset` */
+    DN_AREA_REQ,    /* the sender asks for its receive area at this rank (first use) */
+    DN_AREA         /* the answer: remote key, buffer count and size */
+};
+#define DN_LAST 0x1u  /* DN_PKT: the message is complete; `total` is its length */
+
+struct dn_hdr {
+    uint8_t type;
+    uint8_t flags;
+    uint8_t buf;       /* DN_PKT: the receive buffer (the paper's byte flag naming a buffer) */
+    uint8_t window;    /* DN_PKT: 0 / 1, alternating packet by packet */
+    uint32_t pgid;     /* the sender's process-group id, checked on arrival */
+    uint32_t offset;   /* DN_PKT: where the packet's bytes go in the buffer */
+    uint32_t total;    /* DN_PKT with DN_LAST: the message's length */
+};
+#define DN_HDR_SIZE 16
+_Static_assert(sizeof(struct dn_hdr) == DN_HDR_SIZE, "dn_hdr is 16 bytes on the wire");
+
+struct dn_area_msg {
+    struct hashi_tl_rkey rkey;
+    uint32_t nbufs, buf_size;
+};
+
+/* ---- LLCM layout (every rank's; offsets are the same job-wide) ----
+ *   [0, DN_BARRIER_BYTES)          barrier epoch flags, one word per round
+ *   DN_FLAGS_BASE + s * stride     the flag area written by peer s         */
+#define DN_BARRIER_ROUNDS 32
+#define DN_BARRIER_BYTES (DN_BARRIER_ROUNDS * 8)
+#define DN_FLAGS_BASE 512
+#define DN_NOTICE_SLOTS 16
+#define DN_VALID (UINT64_C(1) << 63)
+
+/* A flag area: what peer s stores (AOTF) into this rank's LLCM. Only s
+ * writes its words, except that this rank clears consumed slots. */
+struct dn_flag_area {
+    uint64_t hello;      /* DN_VALID | s's process-group id: written once, before anything else */
+    uint64_t freed;      /* receive buffers of s's area this rank filled that s has freed (credit) */
+    uint64_t notices_read; /* this rank's notices s has consumed (notice-ring credit) */
+    uint64_t reserved;
+    uint64_t notice[DN_NOTICE_SLOTS]; /* DN_VALID | core notice; 0 = empty */
+    uint64_t bufstat[];  /* per buffer of this rank's receive area for s: DN_VALID | length (PUSH signal) */
+};
+
+/* Counters (HASHI_DIMMNET_STATS prints them at MPI_Finalize). */
+struct dn_stats {
+    uint64_t aotf, botf, botf_packets, window[2], push, pull, put, area_requests;
+    uint64_t credit_waits, ring_waits, notices_in, blocks_in, barriers;
+};
+
+/* Shared between the device's files. */
+extern struct dn_stats hashi_dn_stats;
+int hashi_dn_progress(void);
+int hashi_dn_barrier(struct MPI_ABI_Comm *comm);
+void hashi_dn_barrier_init(void);
+
+#endif

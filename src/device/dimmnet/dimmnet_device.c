@@ -1,0 +1,1033 @@
+/*
+ * The DIMMnet device (docs/dimmnet.md): an active-message device under the
+ * shared matching core, built from the transport's primitives.
+ *
+ * Sending a core message (header + payload) to peer r:
+ *   - fits one block and the payload is below HASHI_DIMMNET_PUSH_MIN:
+ *     BOTF, written once into r's inbound slot and kicked; r's progress
+ *     hands the slot itself to the core (OTF receive, no copy in between);
+ *   - otherwise it takes a credit: one buffer of this rank's receive area at
+ *     r (allocated on first use, DN_AREA_REQ / DN_AREA). Payloads of
+ *     PUSH_MIN or more are staged and PUSHed there, the put's signal storing
+ *     the buffer's status word in r's LLCM (the DIMMnet-2 completion word);
+ *     smaller ones go as BOTF packets alternating windows 0 / 1, each copied
+ *     by r to where its header says. r delivers its buffers in order, frees
+ *     each at once (the core copies what it keeps) and stores its freed
+ *     count into our LLCM by AOTF: the remaining-buffer count is the credit.
+ * Control notices of the core (ACK, FIN, PUT_DONE) are AOTF stores into a
+ * per-peer ring in the peer's flag area, credited the same way. Rendezvous
+ * data moves by PULL (send-first) or PUSH (receive-first) on the user's
+ * buffers (the core decides, HASHI_DIMMNET_RNDV).
+ *
+ * Nothing is lost: what cannot go now (no credit, ring full, transport
+ * -EAGAIN) waits in a per-peer queue that progress drains in order.
+ */
+#include "device/dimmnet/dimmnet.h"
+#include "device/device.h"
+#include "mpi/p2p.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+extern struct hashi_device_ops hashi_device_dimmnet;
+
+struct dn_stats hashi_dn_stats;
+
+/* Staging buffers for PUSH sends (registered once). */
+#define DN_STAGE_SLOTS 16
+
+enum dn_op_kind { OP_SEND, OP_NOTICE, OP_GET, OP_PUT };
+
+/* How far a message got that ran out of ring room part-way through its
+ * packets (it keeps its buffer). */
+struct dn_send_progress {
+    int started;
+    uint32_t buf;
+    size_t sent;
+};
+
+/* An operation waiting for credit, ring room or the transport. */
+struct dn_op {
+    struct dn_op *next;
+    enum dn_op_kind kind;
+    struct dn_send_progress sp;
+    hashi_am_done_fn done;
+    void *arg;
+    /* OP_SEND: the core message, as header + data (data may be our copy) */
+    size_t hdr_len, len;
+    const void *data;
+    unsigned char *copy;        /* owned copy of data (buffered sends), or NULL */
+    unsigned char hdr[HASHI_AM_HDR_MAX];
+    /* OP_NOTICE / OP_PUT: the notice value; OP_GET / OP_PUT: the transfer */
+    uint64_t value;
+    void *local;
+    size_t rma_len;
+    struct hashi_tl_rkey rkey;
+    uint64_t offset;
+};
+
+enum { AREA_NONE, AREA_REQUESTED, AREA_READY };
+
+/* The receive area this rank keeps for one sender (in its own memory). */
+struct dn_rarea {
+    unsigned char *base;
+    struct hashi_tl_mem mem;
+    uint64_t next;              /* next buffer to deliver (cumulative count) */
+};
+
+struct dn_peer {
+    /* as a sender towards this peer */
+    int hello_sent;
+    int area;                   /* AREA_* */
+    struct hashi_tl_rkey area_rkey;
+    uint32_t area_nbufs, area_buf_size;
+    uint64_t used;              /* buffers of our area there we filled */
+    uint64_t notices_sent;
+    uint8_t window;             /* next BOTF packet's window */
+    struct dn_op *q_head, *q_tail;  /* sends, in order */
+    struct dn_op *n_head, *n_tail;  /* notices, puts and gets */
+    int queued;                 /* on the device's list of peers with waiting operations */
+    /* as a receiver from this peer */
+    int polled;                 /* on the poll list */
+    int open;                   /* its flag area's hello was checked */
+    struct dn_rarea *rarea;
+    uint64_t notices_read;
+    int credit_dirty;           /* our freed / notices_read counts still to be stored at the peer */
+    uint64_t freed_told, read_told; /* the counts last stored there */
+    int area_answer;            /* its area request still to be answered (ring was full) */
+};
+
+struct dn_stage {
+    unsigned char *base;
+    struct hashi_tl_mem mem;
+    int free_list[DN_STAGE_SLOTS];
+    int nfree;
+};
+
+static struct {
+    struct hashi_am_ops ops;
+    struct dn_peer *peers;
+    int npeers;
+    int *poll;                  /* peers whose flag areas this rank polls */
+    int npoll;
+    int *waiting;               /* peers with queued operations */
+    int nwaiting;
+    unsigned char *llcm;
+    size_t flag_stride;
+    size_t block_max;           /* transport block, our header included */
+    size_t botf_payload;        /* core bytes one BOTF block carries */
+    uint32_t nbufs;             /* receive buffers per sender */
+    size_t buf_size;            /* bytes per buffer (core header + payload) */
+    size_t push_min;
+    uint32_t pgid;
+    int print_stats;
+    struct dn_stage stage;
+    int up;
+} dn;
+
+/* ------------------------------------------------------------ helpers */
+
+static struct dn_flag_area *flags_of(int peer)
+{
+    return (struct dn_flag_area *)(void *)(dn.llcm + DN_FLAGS_BASE + (size_t)peer * dn.flag_stride);
+}
+
+/* Offset of a word of *our* flag area in a peer's LLCM. */
+static uint64_t remote_flag_offset(size_t field_offset)
+{
+    return DN_FLAGS_BASE + (uint64_t)hashi_job.rank * dn.flag_stride + field_offset;
+}
+
+static uint64_t load_word(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void clear_word(uint64_t *p)
+{
+    __atomic_store_n(p, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((noreturn)) static void reject(int peer, const char *what, uint32_t pgid)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "dimmnet: rank %d rejected %s from rank %d: process-group id %#" PRIx32
+             " is not this job's (%#" PRIx32 "); a foreign process wrote into this rank's flag area",
+             hashi_job.rank, what, peer, pgid, dn.pgid);
+    hashi_log("%s", msg);
+    hashi_rt_abort(MPI_ERR_OTHER, msg);
+}
+
+static void poll_add(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (!p->polled) {
+        p->polled = 1;
+        dn.poll[dn.npoll++] = peer;
+    }
+}
+
+static void waiting_add(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (!p->queued) {
+        p->queued = 1;
+        dn.waiting[dn.nwaiting++] = peer;
+    }
+}
+
+static void enqueue(struct dn_op **head, struct dn_op **tail, struct dn_op *op)
+{
+    op->next = NULL;
+    if (*tail)
+        (*tail)->next = op;
+    else
+        *head = op;
+    *tail = op;
+}
+
+/* AOTF with retry bookkeeping left to the caller: 0 or -EAGAIN. */
+static int aotf(int peer, uint64_t offset, uint64_t value)
+{
+    int rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8);
+    if (rc == 0)
+        hashi_dn_stats.aotf++;
+    else if (rc != -EAGAIN)
+        hashi_log("dimmnet: a tiny write to rank %d failed (%d)", peer, rc);
+    return rc;
+}
+
+/* Before anything else reaches a peer: our valid flag and process-group id
+ * in our flag area there, and the peer on our poll list (answers come back
+ * into our LLCM). */
+static int say_hello(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (p->hello_sent)
+        return 0;
+    if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, hello)), DN_VALID | dn.pgid) != 0)
+        return -1;
+    p->hello_sent = 1;
+    poll_add(peer);
+    return 0;
+}
+
+/* Store our freed / notices_read counts at the peer when they moved
+ * (cumulative: the last store wins, so a failed one is simply redone later). */
+static void return_credit(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    p->credit_dirty = 1;
+    if (say_hello(peer) != 0)
+        return;
+    if (p->rarea && p->freed_told != p->rarea->next) {
+        if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, freed)), p->rarea->next) != 0)
+            return;
+        p->freed_told = p->rarea->next;
+    }
+    if (p->read_told != p->notices_read) {
+        if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, notices_read)), p->notices_read) != 0)
+            return;
+        p->read_told = p->notices_read;
+    }
+    p->credit_dirty = 0;
+}
+
+/* ------------------------------------------------------------- sending */
+
+/* Copy bytes [from, from + n) of the message hdr ++ data to dst. */
+static void copy_message(unsigned char *dst, const struct dn_op *op, size_t from, size_t n)
+{
+    if (from < op->hdr_len) {
+        size_t h = op->hdr_len - from < n ? op->hdr_len - from : n;
+        memcpy(dst, op->hdr + from, h);
+        dst += h;
+        from += h;
+        n -= h;
+    }
+    if (n)
+        memcpy(dst, (const unsigned char *)op->data + (from - op->hdr_len), n);
+}
+
+static int send_block(int peer, const struct dn_op *op)
+{
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    size_t total = op->hdr_len + op->len;
+    int rc;
+    unsigned char *slot = tl->block_alloc(peer, DN_HDR_SIZE + total, &rc);
+    if (!slot)
+        return rc;
+    struct dn_hdr h = { .type = DN_MSG, .pgid = dn.pgid };
+    memcpy(slot, &h, sizeof h);
+    copy_message(slot + DN_HDR_SIZE, op, 0, total);
+    tl->block_kick(peer, DN_HDR_SIZE + total);
+    hashi_dn_stats.botf++;
+    return 0;
+}
+
+static int request_area(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (p->area != AREA_NONE)
+        return 0;
+    int rc;
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    unsigned char *slot = tl->block_alloc(peer, DN_HDR_SIZE, &rc);
+    if (!slot)
+        return rc;
+    struct dn_hdr h = { .type = DN_AREA_REQ, .pgid = dn.pgid };
+    memcpy(slot, &h, sizeof h);
+    tl->block_kick(peer, DN_HDR_SIZE);
+    p->area = AREA_REQUESTED;
+    hashi_dn_stats.area_requests++;
+    return 0;
+}
+
+/* Remaining receive buffers at the peer: the eager credit. */
+static uint64_t credits(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    uint64_t freed = load_word(&flags_of(peer)->freed);
+    return p->area_nbufs - (p->used - freed);
+}
+
+static void stage_done(void *arg, int status)
+{
+    int slot = (int)(intptr_t)arg;
+    if (status != 0)
+        hashi_log("dimmnet: a PUSH into a receive buffer failed (%d)", status);
+    dn.stage.free_list[dn.stage.nfree++] = slot;
+}
+
+/* PUSH the whole message into buffer b of our area at peer; the signal
+ * stores the buffer's status word there once the data is visible. */
+static int send_push(int peer, const struct dn_op *op, uint32_t b)
+{
+    if (dn.stage.nfree == 0)
+        return -EAGAIN;
+    struct dn_peer *p = &dn.peers[peer];
+    size_t total = op->hdr_len + op->len;
+    int slot = dn.stage.free_list[dn.stage.nfree - 1];
+    unsigned char *src = dn.stage.base + (size_t)slot * dn.buf_size;
+    copy_message(src, op, 0, total);
+    struct hashi_tl_signal sig = {
+        .offset = remote_flag_offset(offsetof(struct dn_flag_area, bufstat) + 8u * b),
+        .value = DN_VALID | total,
+        .size = 8,
+    };
+    int rc = hashi_tl(peer)->put(peer, src, total, &dn.stage.mem, &p->area_rkey, (uint64_t)b * p->area_buf_size, &sig,
+                                 stage_done, (void *)(intptr_t)slot);
+    if (rc == 0) {
+        dn.stage.nfree--;
+        hashi_dn_stats.push++;
+    }
+    return rc;
+}
+
+/* BOTF packets into buffer b, alternating windows; *sent tracks how far a
+ * message that ran out of ring room got. */
+static int send_packets(int peer, const struct dn_op *op, uint32_t b, size_t *sent)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    size_t total = op->hdr_len + op->len;
+    while (*sent < total) {
+        size_t n = total - *sent < dn.botf_payload ? total - *sent : dn.botf_payload;
+        int rc;
+        unsigned char *slot = tl->block_alloc(peer, DN_HDR_SIZE + n, &rc);
+        if (!slot)
+            return rc;
+        int last = *sent + n == total;
+        struct dn_hdr h = {
+            .type = DN_PKT, .flags = last ? DN_LAST : 0, .buf = (uint8_t)b, .window = p->window,
+            .pgid = dn.pgid, .offset = (uint32_t)*sent, .total = (uint32_t)total,
+        };
+        memcpy(slot, &h, sizeof h);
+        copy_message(slot + DN_HDR_SIZE, op, *sent, n);
+        tl->block_kick(peer, DN_HDR_SIZE + n);
+        hashi_dn_stats.botf_packets++;
+        hashi_dn_stats.window[p->window]++;
+        p->window ^= 1;
+        *sent += n;
+    }
+    return 0;
+}
+
+/*
+ * Try to hand one message to the transport. 0: gone; -EAGAIN: keep it
+ * queued (no credit, no ring room, no area yet); other: failed.
+ */
+static int try_send(int peer, struct dn_op *op)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    struct dn_send_progress *sp = &op->sp;
+    size_t total = op->hdr_len + op->len;
+    int push = op->len > 0 && op->len >= dn.push_min;
+    if (!sp->started && !push && total <= dn.botf_payload) {
+        int rc = send_block(peer, op);
+        if (rc == -EAGAIN)
+            hashi_dn_stats.ring_waits++;
+        return rc;
+    }
+    if (p->area != AREA_READY) {
+        int rc = request_area(peer);
+        return rc ? rc : -EAGAIN;
+    }
+    if (total > p->area_buf_size) {
+        hashi_log("dimmnet: a %zu-byte message does not fit rank %d's %u-byte receive buffers "
+                  "(HASHI_DIMMNET_RECV_BUF_SIZE must be the same on every rank)", total, peer, p->area_buf_size);
+        return -EMSGSIZE;
+    }
+    if (!sp->started) {
+        if (credits(peer) == 0) {
+            hashi_dn_stats.credit_waits++;
+            return -EAGAIN;
+        }
+        sp->buf = (uint32_t)(p->used % p->area_nbufs);
+        if (push) {
+            int rc = send_push(peer, op, sp->buf);
+            if (rc == 0)
+                p->used++;
+            return rc;
+        }
+        sp->started = 1;
+        sp->sent = 0;
+        p->used++;
+    }
+    int rc = send_packets(peer, op, sp->buf, &sp->sent);
+    if (rc == -EAGAIN)
+        hashi_dn_stats.ring_waits++;
+    return rc;
+}
+
+static void op_free(struct dn_op *op)
+{
+    free(op->copy);
+    free(op);
+}
+
+static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
+                   hashi_am_done_fn done, void *arg)
+{
+    if (dest < 0 || dest >= dn.npeers || hdr_len > HASHI_AM_HDR_MAX || hdr_len + len > dn.buf_size)
+        return -1;
+    struct dn_peer *p = &dn.peers[dest];
+    struct dn_op op;
+    op.kind = OP_SEND;
+    op.sp = (struct dn_send_progress){ 0 };
+    op.hdr_len = hdr_len;
+    op.len = len;
+    op.data = data;
+    op.copy = NULL;
+    memcpy(op.hdr, hdr, hdr_len);
+    if (!p->q_head && say_hello(dest) == 0) {
+        int rc = try_send(dest, &op);
+        if (rc == 0) {
+            if (done)
+                done(arg, 0);
+            return 0;
+        }
+        if (rc != -EAGAIN)
+            return -1;
+    }
+    struct dn_op *q = malloc(sizeof *q);
+    if (!q) {
+        hashi_log("dimmnet: out of memory queueing a message for rank %d", dest);
+        return -1;
+    }
+    *q = op;
+    if (flags & HASHI_AM_SEND_BUFFERED) {
+        if (len) {
+            q->copy = malloc(len);
+            if (!q->copy) {
+                free(q);
+                return -1;
+            }
+            memcpy(q->copy, data, len);
+        }
+        q->data = q->copy;
+        q->done = NULL;
+        /* Held back only by the peer (credit, ring room): it counts as
+         * handed over (am.h), so eager sends complete locally. */
+        if (done)
+            done(arg, 0);
+    } else {
+        q->done = done;
+        q->arg = arg;
+    }
+    enqueue(&p->q_head, &p->q_tail, q);
+    waiting_add(dest);
+    return 0;
+}
+
+/* ------------------------------------------------- notices, PUSH, PULL */
+
+static int notice_room(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    return p->notices_sent - load_word(&flags_of(peer)->notices_read) < DN_NOTICE_SLOTS;
+}
+
+static uint64_t notice_slot_offset(int peer)
+{
+    uint64_t slot = dn.peers[peer].notices_sent % DN_NOTICE_SLOTS;
+    return remote_flag_offset(offsetof(struct dn_flag_area, notice) + 8 * slot);
+}
+
+static int try_notice(int peer, uint64_t value)
+{
+    if (say_hello(peer) != 0 || !notice_room(peer))
+        return -EAGAIN;
+    int rc = aotf(peer, notice_slot_offset(peer), DN_VALID | value);
+    if (rc == 0)
+        dn.peers[peer].notices_sent++;
+    return rc;
+}
+
+/* A core put: the user's data into the peer's registered buffer; a notice
+ * rides on the put as its signal (stored after the data), taking a slot of
+ * the notice ring. */
+static int try_put(int peer, struct dn_op *op)
+{
+    struct hashi_tl_signal sig, *sigp = NULL;
+    if (op->value) {
+        if (say_hello(peer) != 0 || !notice_room(peer))
+            return -EAGAIN;
+        sig = (struct hashi_tl_signal){ .offset = notice_slot_offset(peer), .value = DN_VALID | op->value, .size = 8 };
+        sigp = &sig;
+    }
+    int rc = hashi_tl(peer)->put(peer, op->local, op->rma_len, NULL, &op->rkey, op->offset, sigp, op->done, op->arg);
+    if (rc == 0) {
+        hashi_dn_stats.put++;
+        if (sigp)
+            dn.peers[peer].notices_sent++;
+    }
+    return rc;
+}
+
+static int try_get(int peer, struct dn_op *op)
+{
+    int rc = hashi_tl(peer)->get(peer, op->local, op->rma_len, NULL, &op->rkey, op->offset, op->done, op->arg);
+    if (rc == 0)
+        hashi_dn_stats.pull++;
+    return rc;
+}
+
+static int try_other(int peer, struct dn_op *op)
+{
+    switch (op->kind) {
+    case OP_NOTICE:
+        return try_notice(peer, op->value);
+    case OP_PUT:
+        return try_put(peer, op);
+    case OP_GET:
+        return try_get(peer, op);
+    default:
+        return -EINVAL;
+    }
+}
+
+/* Start op now if nothing of its kind waits for the peer, else queue it. */
+static int start_other(int peer, struct dn_op *op)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (!p->n_head) {
+        int rc = try_other(peer, op);
+        if (rc == 0)
+            return 0;
+        if (rc != -EAGAIN)
+            return -1;
+    }
+    struct dn_op *q = malloc(sizeof *q);
+    if (!q)
+        return -1;
+    *q = *op;
+    q->copy = NULL;
+    enqueue(&p->n_head, &p->n_tail, q);
+    waiting_add(peer);
+    return 0;
+}
+
+static int dn_notice(int dest, uint64_t value)
+{
+    if (dest < 0 || dest >= dn.npeers || value == 0 || value >= HASHI_AM_NOTICE_LIMIT)
+        return -1;
+    struct dn_op op = { .kind = OP_NOTICE, .value = value };
+    return start_other(dest, &op);
+}
+
+static int dn_put(int peer, const void *local, size_t len, const void *rkey, uint64_t offset, uint64_t notice,
+                  hashi_am_done_fn done, void *arg)
+{
+    if (peer < 0 || peer >= dn.npeers || notice >= HASHI_AM_NOTICE_LIMIT)
+        return -1;
+    struct dn_op op = {
+        .kind = OP_PUT, .done = done, .arg = arg, .value = notice, .local = (void *)(uintptr_t)local,
+        .rma_len = len, .offset = offset,
+    };
+    memcpy(&op.rkey, rkey, sizeof op.rkey);
+    return start_other(peer, &op);
+}
+
+static int dn_get(int peer, void *local, size_t len, const void *rkey, uint64_t offset, hashi_am_done_fn done,
+                  void *arg)
+{
+    if (peer < 0 || peer >= dn.npeers)
+        return -1;
+    struct dn_op op = {
+        .kind = OP_GET, .done = done, .arg = arg, .local = local, .rma_len = len, .offset = offset,
+    };
+    memcpy(&op.rkey, rkey, sizeof op.rkey);
+    return start_other(peer, &op);
+}
+
+static int dn_mem_reg(void *buf, size_t len, int peer, void **mem, void *rkey)
+{
+    struct hashi_tl_mem *m = malloc(sizeof *m);
+    if (!m)
+        return -1;
+    if (hashi_transport_mem_reg(buf, len, m) != 0) {
+        free(m);
+        return -1;
+    }
+    struct hashi_tl_rkey k;
+    hashi_transport_rkey(m, peer, &k);
+    memcpy(rkey, &k, sizeof k);
+    *mem = m;
+    return 0;
+}
+
+static void dn_mem_dereg(void *mem)
+{
+    hashi_transport_mem_dereg(mem);
+    free(mem);
+}
+
+static int send_area_answer(int src);
+
+/* Drain the queues of every peer with waiting operations, in order. */
+static int flush_queues(void)
+{
+    int events = 0;
+    for (int i = 0; i < dn.nwaiting;) {
+        int peer = dn.waiting[i];
+        struct dn_peer *p = &dn.peers[peer];
+        if (p->area_answer && send_area_answer(peer) == 0)
+            events++;
+        while (p->n_head) {
+            struct dn_op *op = p->n_head;
+            int rc = try_other(peer, op);
+            if (rc == -EAGAIN)
+                break;
+            p->n_head = op->next;
+            if (!p->n_head)
+                p->n_tail = NULL;
+            if (rc != 0) {
+                hashi_log("dimmnet: a queued operation for rank %d failed (%d)", peer, rc);
+                if (op->done)
+                    op->done(op->arg, rc);
+            }
+            free(op);
+            events++;
+        }
+        while (p->q_head) {
+            struct dn_op *op = p->q_head;
+            int rc = say_hello(peer) == 0 ? try_send(peer, op) : -EAGAIN;
+            if (rc == -EAGAIN)
+                break;
+            p->q_head = op->next;
+            if (!p->q_head)
+                p->q_tail = NULL;
+            if (rc != 0)
+                hashi_log("dimmnet: a queued message for rank %d failed (%d)", peer, rc);
+            if (op->done)
+                op->done(op->arg, rc);
+            op_free(op);
+            events++;
+        }
+        if (p->credit_dirty)
+            return_credit(peer);
+        if (!p->q_head && !p->n_head && !p->credit_dirty && !p->area_answer) {
+            p->queued = 0;
+            dn.waiting[i] = dn.waiting[--dn.nwaiting];
+        } else {
+            i++;
+        }
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ receiving */
+
+static struct dn_rarea *area_create(int peer)
+{
+    struct dn_rarea *a = calloc(1, sizeof *a);
+    size_t bytes = (size_t)dn.nbufs * dn.buf_size;
+    if (!a || posix_memalign((void **)&a->base, 64, bytes) != 0) {
+        free(a);
+        return NULL;
+    }
+    memset(a->base, 0, bytes);  /* fault the pages in now, not on the first message */
+    if (hashi_transport_mem_reg(a->base, bytes, &a->mem) != 0) {
+        free(a->base);
+        free(a);
+        return NULL;
+    }
+    (void)peer;
+    return a;
+}
+
+static void area_destroy(struct dn_rarea *a)
+{
+    if (!a)
+        return;
+    hashi_transport_mem_dereg(&a->mem);
+    free(a->base);
+    free(a);
+}
+
+static int send_area_answer(int src)
+{
+    struct dn_peer *p = &dn.peers[src];
+    struct {
+        struct dn_hdr h;
+        struct dn_area_msg m;
+    } msg = { .h = { .type = DN_AREA, .pgid = dn.pgid }, .m = { .nbufs = dn.nbufs, .buf_size = (uint32_t)dn.buf_size } };
+    hashi_transport_rkey(&p->rarea->mem, src, &msg.m.rkey);
+    int rc = hashi_tl_block_send(src, &msg, sizeof msg, NULL, 0);
+    if (rc == 0) {
+        p->area_answer = 0;
+        hashi_dn_stats.botf++;
+    } else if (rc != -EAGAIN) {
+        hashi_log("dimmnet: answering rank %d's receive-area request failed (%d)", src, rc);
+        hashi_rt_abort(MPI_ERR_INTERN, "dimmnet: could not answer a receive-area request");
+    }
+    return rc;
+}
+
+/* A sender asked for its receive area: make it and answer with its key. */
+static void area_requested(int src)
+{
+    struct dn_peer *p = &dn.peers[src];
+    if (!p->rarea) {
+        p->rarea = area_create(src);
+        if (!p->rarea) {
+            hashi_log("dimmnet: out of memory for rank %d's receive area (%u x %zu bytes)", src, dn.nbufs,
+                      dn.buf_size);
+            hashi_rt_abort(MPI_ERR_NO_MEM, "dimmnet: out of memory for a receive area");
+        }
+    }
+    poll_add(src);
+    p->area_answer = 1;
+    if (send_area_answer(src) == -EAGAIN)
+        waiting_add(src);  /* the ring back is full: progress answers later */
+}
+
+static void on_block(void *ctx, int src, const void *msg, size_t len)
+{
+    (void)ctx;
+    struct dn_hdr h;
+    if (len < DN_HDR_SIZE || src < 0 || src >= dn.npeers) {
+        hashi_log("dimmnet: dropping a malformed block of %zu bytes from rank %d", len, src);
+        return;
+    }
+    memcpy(&h, msg, sizeof h);
+    if (h.pgid != dn.pgid)
+        reject(src, "a block", h.pgid);
+    hashi_dn_stats.blocks_in++;
+    const unsigned char *body = (const unsigned char *)msg + DN_HDR_SIZE;
+    size_t body_len = len - DN_HDR_SIZE;
+    struct dn_peer *p = &dn.peers[src];
+    switch (h.type) {
+    case DN_MSG:
+        hashi_am_deliver(body, body_len);
+        break;
+    case DN_PKT: {
+        struct dn_rarea *a = p->rarea;
+        if (!a || h.buf >= dn.nbufs || h.offset > dn.buf_size || body_len > dn.buf_size - h.offset ||
+            h.total > dn.buf_size) {
+            hashi_log("dimmnet: dropping a packet from rank %d outside its receive area", src);
+            return;
+        }
+        /* OTF receive: the bytes go where the header says. */
+        memcpy(a->base + (size_t)h.buf * dn.buf_size + h.offset, body, body_len);
+        if (h.flags & DN_LAST)
+            __atomic_store_n(&flags_of(src)->bufstat[h.buf], DN_VALID | h.total, __ATOMIC_RELAXED);
+        break;
+    }
+    case DN_AREA_REQ:
+        area_requested(src);
+        break;
+    case DN_AREA: {
+        struct dn_area_msg m;
+        if (body_len < sizeof m || p->area != AREA_REQUESTED) {
+            hashi_log("dimmnet: dropping an unexpected area answer from rank %d", src);
+            return;
+        }
+        memcpy(&m, body, sizeof m);
+        if (m.nbufs == 0 || m.nbufs > 255 || m.buf_size < HASHI_AM_MIN_SEND) {
+            hashi_log("dimmnet: rank %d offered an unusable receive area (%u buffers of %u bytes)", src, m.nbufs,
+                      m.buf_size);
+            return;
+        }
+        p->area_rkey = m.rkey;
+        p->area_nbufs = m.nbufs;
+        p->area_buf_size = m.buf_size;
+        p->area = AREA_READY;
+        break;
+    }
+    default:
+        hashi_log("dimmnet: dropping a block of unknown type %u from rank %d", h.type, src);
+    }
+}
+
+static void on_notify(void *ctx, int src, uint64_t value)
+{
+    (void)ctx;
+    hashi_log("dimmnet: unexpected transport notification %#" PRIx64 " from rank %d", value, src);
+}
+
+/* Check a peer's flag area: its hello, notices, filled receive buffers. */
+static int poll_peer(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    struct dn_flag_area *f = flags_of(peer);
+    if (!p->open) {
+        uint64_t hello = load_word(&f->hello);
+        if (!(hello & DN_VALID))
+            return 0;  /* its first tiny write has not landed yet */
+        if ((uint32_t)hello != dn.pgid)
+            reject(peer, "a flag-area write", (uint32_t)hello);
+        p->open = 1;
+    }
+    int events = 0, consumed = 0;
+    for (;;) {
+        uint64_t *slot = &f->notice[p->notices_read % DN_NOTICE_SLOTS];
+        uint64_t v = load_word(slot);
+        if (!v)
+            break;
+        clear_word(slot);
+        p->notices_read++;
+        consumed++;
+        hashi_dn_stats.notices_in++;
+        hashi_am_deliver_notice(peer, v & ~DN_VALID);
+    }
+    struct dn_rarea *a = p->rarea;
+    if (a) {
+        for (;;) {
+            uint32_t b = (uint32_t)(a->next % dn.nbufs);
+            uint64_t st = load_word(&f->bufstat[b]);
+            if (!st)
+                break;
+            clear_word(&f->bufstat[b]);
+            size_t len = (size_t)(st & 0xffffffffu);
+            a->next++;
+            consumed++;
+            if (len <= dn.buf_size)
+                hashi_am_deliver(a->base + (size_t)b * dn.buf_size, len);
+            else
+                hashi_log("dimmnet: rank %d's buffer %u claims %zu bytes; dropped", peer, b, len);
+        }
+    }
+    if (consumed) {
+        events += consumed;
+        return_credit(peer);
+        if (p->credit_dirty)
+            waiting_add(peer);
+    }
+    return events;
+}
+
+int hashi_dn_progress(void)
+{
+    int events = hashi_transport_progress();
+    for (int i = 0; i < dn.npoll; i++)
+        events += poll_peer(dn.poll[i]);
+    if (dn.nwaiting)
+        events += flush_queues();
+    return events;
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+static uint32_t job_pgid(void)
+{
+    int64_t forced = hashi_param_int(HASHI_P_DIMMNET_PGID);
+    if (forced > 0)
+        return (uint32_t)forced;
+    uint32_t id = (uint32_t)(hashi_job.key ^ (hashi_job.key >> 32));
+    return id ? id : 1;
+}
+
+static int dn_init(char *err, size_t errlen)
+{
+    memset(&dn, 0, sizeof dn);
+    memset(&hashi_dn_stats, 0, sizeof hashi_dn_stats);
+    int64_t nbufs = hashi_param_int(HASHI_P_DIMMNET_RECV_BUFS);
+    int64_t buf_payload = hashi_param_int(HASHI_P_DIMMNET_RECV_BUF_SIZE);
+    int64_t botf = hashi_param_int(HASHI_P_DIMMNET_BOTF_MAX);
+    int64_t eager = hashi_param_int(HASHI_P_DIMMNET_EAGER_MAX);
+    if (nbufs < 1 || nbufs > 255) {
+        snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_RECV_BUFS=%" PRId64 " must be 1 .. 255 (a byte names a buffer)",
+                 nbufs);
+        return -1;
+    }
+    if (buf_payload < 64 || buf_payload > (INT64_C(1) << 30)) {
+        snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_RECV_BUF_SIZE=%" PRId64 " must be 64 bytes .. 1 GiB", buf_payload);
+        return -1;
+    }
+    if (botf < 8 || botf > 65536) {
+        snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_BOTF_MAX=%" PRId64 " must be 8 .. 65536", botf);
+        return -1;
+    }
+    if (eager < 0)
+        eager = 0;
+    dn.nbufs = (uint32_t)nbufs;
+    /* A buffer holds the core's header in front of the payload. */
+    dn.buf_size = ((size_t)buf_payload + HASHI_AM_HDR_MAX + 63) & ~(size_t)63;
+    dn.botf_payload = (size_t)HASHI_AM_EAGER_HDR + (size_t)botf;
+    dn.block_max = (DN_HDR_SIZE + dn.botf_payload + 7) & ~(size_t)7;
+    dn.push_min = (size_t)hashi_param_int(HASHI_P_DIMMNET_PUSH_MIN);
+    dn.pgid = job_pgid();
+    dn.print_stats = (int)hashi_param_int(HASHI_P_DIMMNET_STATS);
+    dn.npeers = hashi_job.size;
+    dn.flag_stride = (sizeof(struct dn_flag_area) + 8 * (size_t)dn.nbufs + 63) & ~(size_t)63;
+    size_t llcm = (size_t)hashi_param_int(HASHI_P_DIMMNET_LLCM_SIZE);
+    size_t needed = DN_FLAGS_BASE + (size_t)dn.npeers * dn.flag_stride;
+    if (llcm < needed) {
+        HASHI_DEBUG(1, "dimmnet: LLCM grown from %zu to %zu bytes for %d flag areas of %zu bytes", llcm, needed,
+                    dn.npeers, dn.flag_stride);
+        llcm = needed;
+    }
+    llcm = (llcm + 7) & ~(size_t)7;
+    dn.peers = calloc((size_t)dn.npeers, sizeof *dn.peers);
+    dn.poll = calloc((size_t)dn.npeers, sizeof *dn.poll);
+    dn.waiting = calloc((size_t)dn.npeers, sizeof *dn.waiting);
+    if (!dn.peers || !dn.poll || !dn.waiting) {
+        snprintf(err, errlen, "dimmnet: out of memory for %d peers", dn.npeers);
+        return -1;
+    }
+    struct hashi_tl_config cfg = {
+        .llcm_size = llcm, .block_max = dn.block_max, .on_block = on_block, .on_notify = on_notify,
+    };
+    if (hashi_transport_init(&cfg, err, errlen) != 0)
+        return -1;
+
+    dn.ops = (struct hashi_am_ops){
+        .name = "dimmnet",
+        .max_send = dn.buf_size,
+        .flags = HASHI_AM_CAP_GET | HASHI_AM_CAP_PUT | HASHI_AM_CAP_NOTICE,
+        .max_get = SIZE_MAX,
+        .max_put = SIZE_MAX,
+        .rkey_size = sizeof(struct hashi_tl_rkey),
+        .send = dn_send,
+        .mem_reg = dn_mem_reg,
+        .mem_dereg = dn_mem_dereg,
+        .get = dn_get,
+        .put = dn_put,
+        .notice = dn_notice,
+        .progress = hashi_dn_progress,
+    };
+    const char *rndv = hashi_param_str(HASHI_P_DIMMNET_RNDV);
+    enum hashi_am_rndv mode = strcasecmp(rndv, "pull") == 0     ? HASHI_AM_RNDV_GET
+                              : strcasecmp(rndv, "push") == 0   ? HASHI_AM_RNDV_PUT
+                              : strcasecmp(rndv, "rounds") == 0 ? HASHI_AM_RNDV_CHUNKED
+                                                                : HASHI_AM_RNDV_AUTO;
+    if (hashi_am_core_init(&dn.ops, (size_t)eager, mode, err, errlen) != 0)
+        return -1;
+    hashi_device_dimmnet.p2p = hashi_am_p2p_ops;
+    hashi_device_dimmnet.coll.barrier = hashi_param_int(HASHI_P_DIMMNET_BARRIER) ? hashi_dn_barrier : NULL;
+    return 0;
+}
+
+static int dn_connect(char *err, size_t errlen)
+{
+    if (hashi_transport_connect(err, errlen) != 0)
+        return -1;
+    dn.llcm = hashi_transport_llcm();
+    /* RMA sizes the transports allow (the core splits bigger transfers). */
+    size_t max_rma = SIZE_MAX;
+    for (int r = 0; r < dn.npeers; r++) {
+        const struct hashi_tl_ops *tl = hashi_tl(r);
+        if (tl && tl->max_rma && tl->max_rma < max_rma)
+            max_rma = tl->max_rma;
+    }
+    dn.ops.max_get = dn.ops.max_put = max_rma;
+    size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
+    if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
+        snprintf(err, errlen, "dimmnet: out of memory for %zu bytes of PUSH staging", stage_bytes);
+        return -1;
+    }
+    memset(dn.stage.base, 0, stage_bytes);
+    int rc = hashi_transport_mem_reg(dn.stage.base, stage_bytes, &dn.stage.mem);
+    if (rc != 0) {
+        snprintf(err, errlen, "dimmnet: registering the PUSH staging buffers failed (%s)", strerror(-rc));
+        return -1;
+    }
+    for (int i = 0; i < DN_STAGE_SLOTS; i++)
+        dn.stage.free_list[i] = i;
+    dn.stage.nfree = DN_STAGE_SLOTS;
+    hashi_dn_barrier_init();
+    dn.up = 1;
+    HASHI_DEBUG(1, "dimmnet: BOTF blocks of %zu bytes (%zu of payload), %u receive buffers of %zu bytes per sender, "
+                "eager up to %zu bytes, PUSH from %zu bytes, process group %#" PRIx32,
+                dn.block_max, dn.botf_payload - HASHI_AM_EAGER_HDR, dn.nbufs, dn.buf_size,
+                hashi_am_p2p_ops.eager_limit, dn.push_min, dn.pgid);
+    return 0;
+}
+
+static void print_stats(void)
+{
+    const struct dn_stats *s = &hashi_dn_stats;
+    fprintf(stderr,
+            "dimmnet stats rank %d: aotf %" PRIu64 " botf %" PRIu64 " packets %" PRIu64 " (window0 %" PRIu64
+            " window1 %" PRIu64 ") push %" PRIu64 " put %" PRIu64 " pull %" PRIu64 " area_requests %" PRIu64
+            " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
+            " llcm_barriers %" PRIu64 "\n",
+            hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
+            s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers);
+}
+
+static void dn_finalize(void)
+{
+    if (dn.print_stats)
+        print_stats();
+    hashi_am_core_finalize();
+    for (int r = 0; dn.peers && r < dn.npeers; r++) {
+        struct dn_peer *p = &dn.peers[r];
+        for (struct dn_op **head = &p->q_head; head; head = head == &p->q_head ? &p->n_head : NULL) {
+            while (*head) {
+                struct dn_op *op = *head;
+                *head = op->next;
+                op_free(op);
+            }
+        }
+        area_destroy(p->rarea);
+    }
+    if (dn.up) {
+        hashi_transport_mem_dereg(&dn.stage.mem);
+        free(dn.stage.base);
+    }
+    hashi_transport_finalize();
+    free(dn.peers);
+    free(dn.poll);
+    free(dn.waiting);
+    memset(&dn, 0, sizeof dn);
+}
+
+struct hashi_device_ops hashi_device_dimmnet = {
+    .name = "dimmnet",
+    .description = "DIMMnet-1 protocol (AOTF, BOTF, PUSH/PULL, LLCM flag areas) on the emu or fabric transport",
+    .transports = "emu,fabric",
+    .init = dn_init,
+    .connect = dn_connect,
+    .finalize = dn_finalize,
+};

@@ -1,0 +1,322 @@
+/*
+ * MPI_Allgather and MPI_Allgatherv (blocking, nonblocking, persistent).
+ *
+ * Allgather:
+ *  - recursive doubling (power-of-two sizes, small blocks): log n rounds, in
+ *    round k a rank swaps its 2^k gathered blocks with rank ^ 2^k, in place
+ *    in recvbuf (the blocks of a 2^k-aligned group are adjacent there);
+ *  - Bruck (any size, small blocks): log n rounds on a packed scratch copy
+ *    rotated so the rank's own block is first, then rotated back;
+ *  - ring (large blocks): n - 1 rounds, each passing one block to the right
+ *    neighbour, in place in recvbuf.
+ * Allgatherv runs the ring with the per-rank counts and displacements.
+ * A non-contiguous receive type is packed once: the algorithms then move
+ * bytes, and one unpack at the end puts the blocks in place.
+ */
+#include "mpi/coll/coll_data.h"
+
+#include <stdlib.h>
+
+/* Where rank i's block sits in recvbuf. */
+struct allgather_layout {
+    char *recvbuf;
+    MPI_Count rcount;          /* Allgather: every block */
+    const MPI_Count *rcounts;  /* Allgatherv: per rank (displacements in extents) */
+    const MPI_Aint *displs;
+    MPI_Datatype rtype;
+    MPI_Aint rext;
+};
+
+static char *block_ptr(const struct allgather_layout *l, int i)
+{
+    return l->recvbuf + (l->rcounts ? l->displs[i] : i * l->rcount) * l->rext;
+}
+
+static MPI_Count block_count(const struct allgather_layout *l, int i)
+{
+    return l->rcounts ? l->rcounts[i] : l->rcount;
+}
+
+/* The own block into its place (round of its own), unless MPI_IN_PLACE. */
+static int place_own(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf, MPI_Count scount,
+                     MPI_Datatype stype, const struct allgather_layout *l)
+{
+    if (sendbuf == MPI_IN_PLACE)
+        return MPI_SUCCESS;
+    int rc = hashi_sched_copy(s, sendbuf, scount, stype, block_ptr(l, c->rank), block_count(l, c->rank), l->rtype);
+    return rc == MPI_SUCCESS ? hashi_sched_fence(s) : rc;
+}
+
+static int allgather_recursive_doubling(struct hashi_sched *s, const struct MPI_ABI_Comm *c,
+                                        const struct allgather_layout *l)
+{
+    int rank = c->rank, rc = MPI_SUCCESS;
+    for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
+        int partner = rank ^ mask;
+        int mine = rank & ~(mask - 1), theirs = partner & ~(mask - 1);
+        if ((rc = hashi_sched_send(s, block_ptr(l, mine), mask * l->rcount, l->rtype, partner)) == MPI_SUCCESS &&
+            (rc = hashi_sched_recv(s, block_ptr(l, theirs), mask * l->rcount, l->rtype, partner)) == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+    }
+    return rc;
+}
+
+/* tmp holds blocks of ranks rank, rank+1, ... (mod n), packed: after round k
+ * the first 2^(k+1) of them. */
+static int allgather_bruck(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                           MPI_Count scount, MPI_Datatype stype, const struct allgather_layout *l, size_t blk)
+{
+    int n = c->size, rank = c->rank, rc;
+    char *tmp = hashi_sched_scratch(s, (size_t)n * blk);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    if (sendbuf == MPI_IN_PLACE)
+        rc = hashi_sched_copy(s, block_ptr(l, rank), l->rcount, l->rtype, tmp, (MPI_Count)blk, MPI_BYTE);
+    else
+        rc = hashi_sched_copy(s, sendbuf, scount, stype, tmp, (MPI_Count)blk, MPI_BYTE);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    for (int d = 1; d < n && rc == MPI_SUCCESS; d <<= 1) {
+        int cnt = d < n - d ? d : n - d;
+        if ((rc = hashi_sched_send(s, tmp, (MPI_Count)(cnt * blk), MPI_BYTE, (rank - d + n) % n)) == MPI_SUCCESS &&
+            (rc = hashi_sched_recv(s, tmp + d * blk, (MPI_Count)(cnt * blk), MPI_BYTE, (rank + d) % n)) ==
+                MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+    }
+    /* tmp[i] is the block of rank (rank + i) mod n. */
+    int first = n - rank;
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_copy(s, tmp, (MPI_Count)(first * blk), MPI_BYTE, block_ptr(l, rank), first * l->rcount,
+                              l->rtype);
+    if (rc == MPI_SUCCESS && rank > 0)
+        rc = hashi_sched_copy(s, tmp + first * blk, (MPI_Count)(rank * blk), MPI_BYTE, block_ptr(l, 0),
+                              rank * l->rcount, l->rtype);
+    return rc;
+}
+
+/* Round i: pass block rank - i to the right, take block rank - i - 1 from the
+ * left. Empty blocks (Allgatherv) are not sent: everyone knows the counts. */
+static int allgather_ring(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const struct allgather_layout *l)
+{
+    int n = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    int right = (rank + 1) % n, left = (rank - 1 + n) % n;
+    const struct MPI_ABI_Datatype *rt = hashi_type_get(l->rtype);
+    for (int i = 0; i < n - 1 && rc == MPI_SUCCESS; i++) {
+        int sb = (rank - i + n) % n, rb = (rank - i - 1 + n) % n;
+        if (hashi_type_bytes(rt, block_count(l, sb)) > 0)
+            rc = hashi_sched_send(s, block_ptr(l, sb), block_count(l, sb), l->rtype, right);
+        if (rc == MPI_SUCCESS && hashi_type_bytes(rt, block_count(l, rb)) > 0)
+            rc = hashi_sched_recv(s, block_ptr(l, rb), block_count(l, rb), l->rtype, left);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+    }
+    return rc;
+}
+
+/*
+ * Ring and recursive doubling move blocks on from where they arrived. With a
+ * non-contiguous receive type they run on a packed copy instead (bytes), and
+ * the blocks are unpacked into recvbuf once at the end, rather than unpacked
+ * and packed again at every hop.
+ */
+static int allgather_packed(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                            MPI_Count scount, MPI_Datatype stype, const struct allgather_layout *user,
+                            enum hashi_allgather_alg alg)
+{
+    int n = c->size, rank = c->rank;
+    const struct MPI_ABI_Datatype *rt = hashi_type_get(user->rtype);
+    MPI_Count *bytes = malloc((size_t)n * (sizeof(MPI_Count) + sizeof(MPI_Aint)));
+    if (!bytes)
+        return MPI_ERR_NO_MEM;
+    MPI_Aint *offsets = (MPI_Aint *)(bytes + n);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        bytes[i] = hashi_type_bytes(rt, block_count(user, i));
+        offsets[i] = (MPI_Aint)total;
+        total += (size_t)bytes[i];
+    }
+    struct allgather_layout packed = { hashi_sched_scratch(s, total ? total : 1), bytes[0], bytes, offsets, MPI_BYTE,
+                                       1 };
+    int rc = packed.recvbuf ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS) {
+        if (sendbuf == MPI_IN_PLACE)
+            rc = hashi_sched_copy(s, block_ptr(user, rank), block_count(user, rank), user->rtype,
+                                  block_ptr(&packed, rank), bytes[rank], MPI_BYTE);
+        else
+            rc = hashi_sched_copy(s, sendbuf, scount, stype, block_ptr(&packed, rank), bytes[rank], MPI_BYTE);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS)
+        rc = alg == HASHI_ALLGATHER_RECURSIVE_DOUBLING ? allgather_recursive_doubling(s, c, &packed)
+                                                       : allgather_ring(s, c, &packed);
+    if (rc == MPI_SUCCESS && !user->rcounts)   /* Allgather: the blocks are in order */
+        rc = hashi_sched_copy(s, packed.recvbuf, (MPI_Count)total, MPI_BYTE, user->recvbuf, n * user->rcount,
+                              user->rtype);
+    for (int i = 0; i < n && rc == MPI_SUCCESS && user->rcounts; i++)
+        if (bytes[i])
+            rc = hashi_sched_copy(s, block_ptr(&packed, i), bytes[i], MPI_BYTE, block_ptr(user, i),
+                                  block_count(user, i), user->rtype);
+    free(bytes);
+    return rc;
+}
+
+static int build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                           MPI_Count scount, MPI_Datatype stype, const struct allgather_layout *l)
+{
+    const struct MPI_ABI_Datatype *rt = hashi_type_get(l->rtype);
+    size_t blk = (size_t)hashi_type_bytes(rt, l->rcount);
+    if (!l->rcounts && blk == 0)
+        return MPI_SUCCESS;
+    enum hashi_allgather_alg alg = l->rcounts ? HASHI_ALLGATHER_RING : hashi_coll_allgather_alg(c, blk);
+    if (alg == HASHI_ALLGATHER_BRUCK)   /* works on a packed copy anyway */
+        return allgather_bruck(s, c, sendbuf, scount, stype, l, blk);
+    if (!hashi_type_is_contig(rt) && c->size > 1)
+        return allgather_packed(s, c, sendbuf, scount, stype, l, alg);
+    int rc = place_own(s, c, sendbuf, scount, stype, l);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return alg == HASHI_ALLGATHER_RECURSIVE_DOUBLING ? allgather_recursive_doubling(s, c, l) : allgather_ring(s, c, l);
+}
+
+static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                     void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
+                     MPI_Datatype rtype, MPI_Comm comm, int is_v)
+{
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
+    if (!c)
+        return rc;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    struct MPI_ABI_Datatype *st = NULL, *rt = NULL;
+    if (!in_place &&
+        (rc = hashi_coll_check_data(call, comm, HASHI_COLL_SEND, sendbuf, scount, stype, &st)) != MPI_SUCCESS)
+        return rc;
+    size_t send_bytes = st ? (size_t)hashi_type_bytes(st, scount) : 0;
+    if (is_v) {
+        if ((rc = hashi_coll_check_counts(call, comm, HASHI_COLL_RECV, c->size, recvbuf, rcounts, displs)) ||
+            (rc = hashi_coll_check_data(call, comm, HASHI_COLL_RECV, recvbuf, 0, rtype, &rt)))
+            return rc;
+    } else {
+        if ((rc = hashi_coll_check_data(call, comm, HASHI_COLL_RECV, recvbuf, rcount, rtype, &rt)) ||
+            (rc = hashi_coll_check_alias(call, comm, sendbuf, recvbuf, send_bytes)))
+            return rc;
+    }
+
+    struct allgather_layout l = { recvbuf, rcount, is_v ? rcounts : NULL, displs, rtype, hashi_type_extent(rt) };
+    struct hashi_sched *s = hashi_sched_create(c);
+    if (s)
+        rc = build_allgather(s, c, sendbuf, scount, stype, &l);
+    return hashi_coll_call_finish(call, comm, s, rc);
+}
+
+/* Allgatherv's int form: the arrays widened. */
+static int allgatherv_int(const struct hashi_coll_call *call, const void *sendbuf, int scount, MPI_Datatype stype,
+                          void *recvbuf, const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    MPI_Count *wc;
+    MPI_Aint *wd;
+    void *block;
+    if (hashi_coll_widen(hashi_coll_comm_size(comm), rcounts, displs, &wc, &wd, &block) != MPI_SUCCESS)
+        return hashi_err_comm(call->func, comm, MPI_ERR_NO_MEM, "out of memory");
+    int rc = allgather(call, sendbuf, scount, stype, recvbuf, 0, wc, wd, rtype, comm, 1);
+    free(block);
+    return rc;
+}
+
+/* ---- entry points ---- */
+
+int hashi_impl_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgather(HASHI_COLL_CALL_BLOCKING("MPI_Allgather"), sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                     NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgather(HASHI_COLL_CALL_BLOCKING("MPI_Allgather"), sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                     NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return allgather(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallgather", request), sendbuf, sendcount, sendtype, recvbuf,
+                     recvcount, NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return allgather(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallgather", request), sendbuf, sendcount, sendtype, recvbuf,
+                     recvcount, NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                MPI_Request *request)
+{
+    (void)info;
+    return allgather(HASHI_COLL_CALL_PERSISTENT("MPI_Allgather_init", request), sendbuf, sendcount, sendtype,
+                     recvbuf, recvcount, NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                              MPI_Request *request)
+{
+    (void)info;
+    return allgather(HASHI_COLL_CALL_PERSISTENT("MPI_Allgather_init", request), sendbuf, sendcount, sendtype,
+                     recvbuf, recvcount, NULL, NULL, recvtype, comm, 0);
+}
+
+int hashi_impl_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                            MPI_Comm comm)
+{
+    return allgather(HASHI_COLL_CALL_BLOCKING("MPI_Allgatherv"), sendbuf, sendcount, sendtype, recvbuf, 0,
+                     recvcounts, displs, recvtype, comm, 1);
+}
+
+int hashi_impl_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgatherv_int(HASHI_COLL_CALL_BLOCKING("MPI_Allgatherv"), sendbuf, sendcount, sendtype, recvbuf,
+                          recvcounts, displs, recvtype, comm);
+}
+
+int hashi_impl_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    return allgather(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallgatherv", request), sendbuf, sendcount, sendtype, recvbuf,
+                     0, recvcounts, displs, recvtype, comm, 1);
+}
+
+int hashi_impl_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    return allgatherv_int(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallgatherv", request), sendbuf, sendcount, sendtype,
+                          recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int hashi_impl_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                 const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                                 MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)info;
+    return allgather(HASHI_COLL_CALL_PERSISTENT("MPI_Allgatherv_init", request), sendbuf, sendcount, sendtype,
+                     recvbuf, 0, recvcounts, displs, recvtype, comm, 1);
+}
+
+int hashi_impl_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                               MPI_Info info, MPI_Request *request)
+{
+    (void)info;
+    return allgatherv_int(HASHI_COLL_CALL_PERSISTENT("MPI_Allgatherv_init", request), sendbuf, sendcount, sendtype,
+                          recvbuf, recvcounts, displs, recvtype, comm);
+}

@@ -1,0 +1,221 @@
+/*
+ * MPI_Allreduce, MPI_Iallreduce, MPI_Allreduce_init (and _c). Algorithms:
+ *  - recursive doubling (short vectors, and every non-commutative op): at
+ *    distance 1, 2, 4 ... partners swap their partial results and combine
+ *    them, the lower ranks' one on the left, so rank order is kept. Ranks
+ *    beyond the largest power of two first fold into a partner (even r sends
+ *    to r + 1, which combines x(r) op x(r+1): still rank order) and get the
+ *    result back at the end.
+ *  - Rabenseifner (long vectors, commutative): rabenseifner.c.
+ *  - ring (commutative, count >= n): n - 1 steps of reduce-scatter around
+ *    the ring, then n - 1 steps of allgather; each rank sends 2 (n-1)/n of
+ *    the vector, the least data of all, in n - 1 latency-bound steps.
+ * The blocking form asks the device first (contiguous data).
+ */
+#include "mpi/coll/coll.h"
+#include "mpi/coll/rabenseifner.h"
+
+#include "device/device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int allreduce_recursive_doubling(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                                        MPI_Datatype type, MPI_Op op, const struct MPI_ABI_Comm *c)
+{
+    int n = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    int pof2 = 1;
+    while (pof2 * 2 <= n)
+        pof2 *= 2;
+    int rem = n - pof2;
+    if (rank < 2 * rem && rank % 2 == 0) {
+        /* Sit out: our data to rank + 1, the result back from it. */
+        rc = hashi_sched_send(s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, type, rank + 1);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, recvbuf, count, type, rank + 1);
+        return rc;
+    }
+    struct hashi_coll_acc acc;
+    hashi_coll_acc_init(&acc, recvbuf, 1, count, type, op);
+    if (sendbuf != MPI_IN_PLACE)
+        rc = hashi_sched_copy(s, sendbuf, count, type, recvbuf, count, type);
+    if (rc != MPI_SUCCESS)
+        return rc;
+
+    int newrank;
+    if (rank < 2 * rem) {
+        void *other = hashi_coll_acc_recvbuf(s, &acc);
+        if (!other)
+            return MPI_ERR_NO_MEM;
+        rc = hashi_sched_recv(s, other, count, type, rank - 1);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_coll_acc_combine(s, &acc, other, 1);
+        newrank = rank / 2;
+    } else {
+        newrank = rank - rem;
+    }
+    for (int mask = 1; mask < pof2 && rc == MPI_SUCCESS; mask <<= 1) {
+        int newpeer = newrank ^ mask;
+        int peer = newpeer < rem ? newpeer * 2 + 1 : newpeer + rem;
+        void *other = hashi_coll_acc_recvbuf(s, &acc);
+        if (!other)
+            return MPI_ERR_NO_MEM;
+        rc = hashi_sched_send(s, acc.buf, count, type, peer);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, other, count, type, peer);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_coll_acc_combine(s, &acc, other, peer < rank);
+    }
+    if (rc == MPI_SUCCESS && acc.buf != recvbuf)
+        rc = hashi_sched_copy(s, acc.buf, count, type, recvbuf, count, type);
+    if (rc == MPI_SUCCESS && rank < 2 * rem)
+        rc = hashi_sched_send(s, recvbuf, count, type, rank - 1);
+    return rc;
+}
+
+static int allreduce_ring(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                          MPI_Datatype type, MPI_Op op, const struct MPI_ABI_Comm *c)
+{
+    int n = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    MPI_Count q = count / n, r = count % n;
+#define BLOCK_START(b) ((MPI_Count)(b) * q + ((b) < r ? (b) : r))
+#define BLOCK_LEN(b) (q + ((b) < r ? 1 : 0))
+    void *tmp = hashi_coll_tmpbuf(s, q + (r ? 1 : 0), t);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    if (sendbuf != MPI_IN_PLACE)
+        rc = hashi_sched_copy(s, sendbuf, count, type, recvbuf, count, type);
+    int left = (rank - 1 + n) % n, right = (rank + 1) % n;
+    /* Reduce-scatter: at step i, pass on block rank - i (reduced by i + 1
+     * ranks so far) and add our data to block rank - i - 1. */
+    for (int i = 0; i < n - 1 && rc == MPI_SUCCESS; i++) {
+        int sb = (rank - i + n) % n, rb = (rank - i - 1 + n) % n;
+        rc = hashi_sched_send(s, hashi_coll_elem(recvbuf, BLOCK_START(sb), t), BLOCK_LEN(sb), type, right);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, tmp, BLOCK_LEN(rb), type, left);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_reduce(s, tmp, hashi_coll_elem(recvbuf, BLOCK_START(rb), t), BLOCK_LEN(rb), type, op);
+    }
+    /* Now block rank + 1 is complete here: allgather around the ring. */
+    for (int i = 0; i < n - 1 && rc == MPI_SUCCESS; i++) {
+        int sb = (rank + 1 - i + n) % n, rb = (rank - i + n) % n;
+        rc = hashi_sched_send(s, hashi_coll_elem(recvbuf, BLOCK_START(sb), t), BLOCK_LEN(sb), type, right);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, hashi_coll_elem(recvbuf, BLOCK_START(rb), t), BLOCK_LEN(rb), type, left);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+    }
+#undef BLOCK_START
+#undef BLOCK_LEN
+    return rc;
+}
+
+int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    if (count == 0)
+        return MPI_SUCCESS;
+    if (c->size == 1)
+        return sendbuf == MPI_IN_PLACE ? MPI_SUCCESS : hashi_sched_copy(s, sendbuf, count, type, recvbuf, count, type);
+    switch (hashi_coll_select(HASHI_CHOOSE_ALLREDUCE, c, (size_t)hashi_type_bytes(t, count), count,
+                              hashi_op_is_commutative(op))) {
+    case HASHI_ALG_RABENSEIFNER:
+        return hashi_coll_build_allreduce_rabenseifner(s, sendbuf, recvbuf, count, type, op, c);
+    case HASHI_ALG_RING:
+        return allreduce_ring(s, sendbuf, recvbuf, count, type, op, c);
+    default:
+        return allreduce_recursive_doubling(s, sendbuf, recvbuf, count, type, op, c);
+    }
+}
+
+/* The device's allreduce, for contiguous data; HASHI_DEVICE_COLL_DECLINE when
+ * it has none or does not take this case. */
+static int device_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                            const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.allreduce || !t->predefined || !hashi_type_is_contig_count(t, count))
+        return HASHI_DEVICE_COLL_DECLINE;
+    if (sendbuf != MPI_IN_PLACE)
+        return hashi_device->coll.allreduce(sendbuf, recvbuf, count, type, op, c);
+    /* The device never sees MPI_IN_PLACE: give it a copy of the input. */
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    char small[256];
+    void *copy = bytes <= sizeof small ? small : malloc(bytes);
+    if (!copy)
+        return HASHI_DEVICE_COLL_DECLINE;
+    memcpy(copy, recvbuf, bytes);
+    int rc = hashi_device->coll.allreduce(copy, recvbuf, count, type, op, c);
+    if (copy != small)
+        free(copy);
+    return rc;
+}
+
+static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf, MPI_Count count,
+                     MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    struct MPI_ABI_Datatype *t;
+    struct MPI_ABI_Comm *c = hashi_coll_call_allreduce(call, comm, sendbuf, recvbuf, count, type, op, &t, &rc);
+    if (!c)
+        return rc;
+    if (call->mode == HASHI_COLL_BLOCKING && c->size > 1 && count > 0) {
+        rc = device_allreduce(sendbuf, recvbuf, count, type, op, t, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's allreduce failed");
+    }
+    struct hashi_sched *s = hashi_sched_create(c);
+    rc = s ? hashi_coll_build_allreduce(s, sendbuf, recvbuf, count, type, op, c) : MPI_ERR_NO_MEM;
+    return hashi_coll_call_finish(call, comm, s, rc);
+}
+
+int hashi_impl_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                           MPI_Comm comm)
+{
+    return allreduce(HASHI_COLL_CALL_BLOCKING("MPI_Allreduce"), sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int hashi_impl_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm)
+{
+    return allreduce(HASHI_COLL_CALL_BLOCKING("MPI_Allreduce"), sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int hashi_impl_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    return allreduce(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallreduce", request), sendbuf, recvbuf, count, datatype, op,
+                     comm);
+}
+
+int hashi_impl_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    return allreduce(HASHI_COLL_CALL_NONBLOCKING("MPI_Iallreduce", request), sendbuf, recvbuf, count, datatype, op,
+                     comm);
+}
+
+int hashi_impl_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    (void)info;
+    return allreduce(HASHI_COLL_CALL_PERSISTENT("MPI_Allreduce_init", request), sendbuf, recvbuf, count, datatype, op,
+                     comm);
+}
+
+int hashi_impl_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return hashi_impl_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+}

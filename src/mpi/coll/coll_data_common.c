@@ -1,0 +1,175 @@
+/*
+ * What the data-movement collectives share on top of coll.h: the argument
+ * checks of buffer triples, count and displacement arrays and type arrays
+ * (one error class per mistake, raised on the call's communicator with a
+ * message naming the call and the argument), and widening the int arrays of
+ * the v-forms to their large-count twins.
+ */
+#include "mpi/coll/coll_data.h"
+
+#include <stdlib.h>
+
+#include "mpi/topo.h"
+
+/* ---- checks ---- */
+
+/* The standard's argument names, for messages. */
+static const struct side_names {
+    const char *buf, *count, *type, *counts, *displs, *types;
+} side_names[] = {
+    [HASHI_COLL_SEND] = { "sendbuf", "sendcount", "sendtype", "sendcounts", "sdispls", "sendtypes" },
+    [HASHI_COLL_RECV] = { "recvbuf", "recvcount", "recvtype", "recvcounts", "rdispls", "recvtypes" },
+};
+
+static int check_not_in_place(const struct hashi_coll_call *call, MPI_Comm comm, enum hashi_coll_side side,
+                              const void *buf)
+{
+    if (buf == MPI_IN_PLACE)
+        return hashi_err_comm(call->func, comm, MPI_ERR_BUFFER, "%s is MPI_IN_PLACE, which is not allowed here",
+                              side_names[side].buf);
+    return MPI_SUCCESS;
+}
+
+int hashi_coll_check_data(const struct hashi_coll_call *call, MPI_Comm comm, enum hashi_coll_side side,
+                          const void *buf, MPI_Count count, MPI_Datatype type, struct MPI_ABI_Datatype **t)
+{
+    const struct side_names *names = &side_names[side];
+    int rc;
+    if ((rc = hashi_coll_check_count(call->func, comm, count, names->count)) != MPI_SUCCESS)
+        return rc;
+    struct MPI_ABI_Datatype *obj = hashi_coll_check_type(call->func, comm, type, names->type, &rc);
+    if (!obj)
+        return rc;
+    if (t)
+        *t = obj;
+    if ((rc = check_not_in_place(call, comm, side, buf)) != MPI_SUCCESS)
+        return rc;
+    return hashi_coll_check_buffer(call->func, comm, buf, count, obj, names->buf);
+}
+
+int hashi_coll_check_counts(const struct hashi_coll_call *call, MPI_Comm comm, enum hashi_coll_side side, int n,
+                            const void *buf, const MPI_Count counts[], const MPI_Aint displs[])
+{
+    const struct side_names *names = &side_names[side];
+    if (n > 0 && !counts)
+        return hashi_err_comm(call->func, comm, MPI_ERR_ARG, "%s is NULL", names->counts);
+    if (n > 0 && !displs)
+        return hashi_err_comm(call->func, comm, MPI_ERR_ARG, "%s is NULL", names->displs);
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0)
+            return hashi_err_comm(call->func, comm, MPI_ERR_COUNT, "%s[%d] = %lld is negative", names->counts, i,
+                                  (long long)counts[i]);
+    /* A NULL buffer is MPI_BOTTOM here: the displacements may be absolute
+     * addresses, which cannot be told from a mistake. */
+    return check_not_in_place(call, comm, side, buf);
+}
+
+int hashi_coll_check_types(const struct hashi_coll_call *call, MPI_Comm comm, enum hashi_coll_side side, int n,
+                           const MPI_Datatype types[])
+{
+    const struct side_names *names = &side_names[side];
+    if (n > 0 && !types)
+        return hashi_err_comm(call->func, comm, MPI_ERR_ARG, "%s is NULL", names->types);
+    for (int i = 0; i < n; i++) {
+        const char *why = NULL;
+        if (hashi_type_check(types[i], 1, &why) != MPI_SUCCESS)
+            return hashi_err_comm(call->func, comm, MPI_ERR_TYPE, "%s[%d]: %s", names->types, i,
+                                  why ? why : "invalid datatype");
+    }
+    return MPI_SUCCESS;
+}
+
+struct MPI_ABI_Comm *hashi_coll_check_rooted(const struct hashi_coll_call *call, MPI_Comm comm,
+                                             const struct hashi_coll_rooted *r, size_t *blk, int *rc)
+{
+    struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, rc);
+    if (!c || (*rc = hashi_coll_check_root(call->func, comm, c, r->root)) != MPI_SUCCESS)
+        return NULL;
+    enum hashi_coll_side all_side = r->own_side == HASHI_COLL_SEND ? HASHI_COLL_RECV : HASHI_COLL_SEND;
+    int is_root = c->rank == r->root, in_place = is_root && r->own == MPI_IN_PLACE;
+    struct MPI_ABI_Datatype *own_t = NULL, *all_t = NULL;
+    if (!in_place &&
+        (*rc = hashi_coll_check_data(call, comm, r->own_side, r->own, r->own_count, r->own_type, &own_t)) !=
+            MPI_SUCCESS)
+        return NULL;
+    size_t own_bytes = own_t ? (size_t)hashi_type_bytes(own_t, r->own_count) : 0;
+    *blk = own_bytes;
+    if (!is_root)
+        return c;
+    if (r->is_v) {
+        if ((*rc = hashi_coll_check_counts(call, comm, all_side, c->size, r->all, r->all_counts, r->all_displs)) ||
+            (*rc = hashi_coll_check_data(call, comm, all_side, r->all, 0, r->all_type, &all_t)))
+            return NULL;
+        return c;
+    }
+    const void *sendbuf = r->own_side == HASHI_COLL_SEND ? r->own : r->all;
+    const void *recvbuf = r->own_side == HASHI_COLL_SEND ? r->all : r->own;
+    if ((*rc = hashi_coll_check_data(call, comm, all_side, r->all, r->all_count, r->all_type, &all_t)) ||
+        (*rc = hashi_coll_check_alias(call, comm, sendbuf, recvbuf, own_bytes)))
+        return NULL;
+    *blk = (size_t)hashi_type_bytes(all_t, r->all_count);
+    return c;
+}
+
+/* ---- int forms ---- */
+
+int hashi_coll_widen(int n, const int counts[], const int displs[], MPI_Count **wcounts, MPI_Aint **wdispls,
+                     void **block)
+{
+    *wcounts = NULL;
+    if (wdispls)
+        *wdispls = NULL;
+    *block = NULL;
+    if (n <= 0)
+        return MPI_SUCCESS;
+    size_t nc = counts ? (size_t)n : 0, nd = displs && wdispls ? (size_t)n : 0;
+    if (nc + nd == 0)
+        return MPI_SUCCESS;
+    /* MPI_Count and MPI_Aint are both 64-bit: one block, counts first. */
+    _Static_assert(sizeof(MPI_Count) == sizeof(MPI_Aint), "one block holds both arrays");
+    MPI_Count *mem = malloc((nc + nd) * sizeof(MPI_Count));
+    if (!mem)
+        return MPI_ERR_NO_MEM;
+    if (nc) {
+        for (int i = 0; i < n; i++)
+            mem[i] = counts[i];
+        *wcounts = mem;
+    }
+    if (nd) {
+        MPI_Aint *d = (MPI_Aint *)(mem + nc);
+        for (int i = 0; i < n; i++)
+            d[i] = displs[i];
+        *wdispls = d;
+    }
+    *block = mem;
+    return MPI_SUCCESS;
+}
+
+int hashi_coll_comm_size(MPI_Comm comm)
+{
+    const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
+    return c ? c->size : 0;
+}
+
+void hashi_coll_neighbor_counts(MPI_Comm comm, int *indegree, int *outdegree)
+{
+    struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
+    const int *sources, *destinations;
+    *indegree = *outdegree = 0;
+    if (!c || hashi_topo_neighbors(c, indegree, &sources, outdegree, &destinations) != MPI_SUCCESS)
+        *indegree = *outdegree = 0;
+}
+
+/* ---- blocks ---- */
+
+size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(hashi_blocks_type(b, i));
+    return (size_t)hashi_type_bytes(t, hashi_blocks_count(b, i));
+}
+
+int hashi_coll_is_root(MPI_Comm comm, int root)
+{
+    const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
+    return c && c->rank == root;
+}

@@ -1,0 +1,258 @@
+/*
+ * The one place that chooses every collective's algorithm, from the message
+ * size, the communicator size and whether the op commutes: the reduction
+ * family and MPI_Bcast first, then the data-movement collectives. Thresholds and per-collective overrides
+ * (HASHI_COLL_<NAME>=algorithm, for tests and tuning) are parameters
+ * (runtime/params.def, "collectives"), read once.
+ *
+ * A communicator's info hints override the parameters for that communicator:
+ * key hashi_coll_<collective>, a value of HASHI_COLL_<COLLECTIVE> (tests use
+ * it to run every algorithm in one launch; the program must set the same
+ * hints on every rank, like any hint the standard says must agree).
+ *
+ * Every rank must choose the same algorithm: the inputs (bytes of the whole
+ * vector, count, communicator size, the op) are the same on every rank of a
+ * correct program. An override naming an algorithm that cannot run the case
+ * (Rabenseifner with a non-commutative op, or with fewer elements than
+ * ranks) falls back to the one that can.
+ */
+#include "mpi/coll/coll.h"
+#include "mpi/coll/coll_data.h"
+
+#include "mpi/info.h"
+#include "runtime/params.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static struct {
+    enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter;
+    size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long;
+} conf;
+static pthread_once_t conf_once = PTHREAD_ONCE_INIT;
+static void data_conf_load(void);
+
+static enum hashi_coll_alg alg_named(const char *name)
+{
+    static const struct { const char *name; enum hashi_coll_alg alg; } names[] = {
+        { "binomial", HASHI_ALG_BINOMIAL },
+        { "scatter_allgather", HASHI_ALG_SCATTER_ALLGATHER },
+        { "rabenseifner", HASHI_ALG_RABENSEIFNER },
+        { "recursive_doubling", HASHI_ALG_RECURSIVE_DOUBLING },
+        { "ring", HASHI_ALG_RING },
+        { "recursive_halving", HASHI_ALG_RECURSIVE_HALVING },
+        { "pairwise", HASHI_ALG_PAIRWISE },
+        { "reduce_scatterv", HASHI_ALG_REDUCE_SCATTERV },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0)
+            return names[i].alg;
+    return HASHI_ALG_AUTO;   /* "auto" (the table validated the value) */
+}
+
+static void conf_load(void)
+{
+    conf.bcast = alg_named(hashi_param_str(HASHI_P_COLL_BCAST));
+    conf.reduce = alg_named(hashi_param_str(HASHI_P_COLL_REDUCE));
+    conf.allreduce = alg_named(hashi_param_str(HASHI_P_COLL_ALLREDUCE));
+    conf.reduce_scatter = alg_named(hashi_param_str(HASHI_P_COLL_REDUCE_SCATTER));
+    conf.bcast_long = (size_t)hashi_param_int(HASHI_P_COLL_BCAST_LONG);
+    conf.reduce_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_LONG);
+    conf.allreduce_long = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_LONG);
+    conf.allreduce_ring = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_RING);
+    conf.reduce_scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_SCATTER_LONG);
+    data_conf_load();
+}
+
+/* The communicator's hint for this collective, or AUTO. */
+static enum hashi_coll_alg override(const struct MPI_ABI_Comm *c, enum hashi_alg_choice_for coll)
+{
+    static const char *const keys[] = {
+        [HASHI_CHOOSE_BCAST] = "hashi_coll_bcast",
+        [HASHI_CHOOSE_REDUCE] = "hashi_coll_reduce",
+        [HASHI_CHOOSE_ALLREDUCE] = "hashi_coll_allreduce",
+        [HASHI_CHOOSE_REDUCE_SCATTER] = "hashi_coll_reduce_scatter",
+    };
+    if (!c->info)
+        return HASHI_ALG_AUTO;
+    const char *v = hashi_info_value(c->info, keys[coll]);
+    return v ? alg_named(v) : HASHI_ALG_AUTO;
+}
+
+static int pof2_floor(int n)
+{
+    int p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c, size_t bytes,
+                                      MPI_Count count, int commutative)
+{
+    pthread_once(&conf_once, conf_load);
+    int n = c->size;
+    enum hashi_coll_alg alg = override(c, coll);
+    switch (coll) {
+    case HASHI_CHOOSE_BCAST:
+        if (alg == HASHI_ALG_AUTO)
+            alg = conf.bcast;
+        if (alg == HASHI_ALG_AUTO)
+            alg = bytes >= conf.bcast_long && n >= 3 ? HASHI_ALG_SCATTER_ALLGATHER : HASHI_ALG_BINOMIAL;
+        return alg;
+    case HASHI_CHOOSE_REDUCE:
+        if (alg == HASHI_ALG_AUTO)
+            alg = conf.reduce;
+        if (alg == HASHI_ALG_AUTO)
+            alg = bytes >= conf.reduce_long ? HASHI_ALG_RABENSEIFNER : HASHI_ALG_BINOMIAL;
+        /* Rabenseifner splits the vector over a power of two of ranks and
+         * combines blocks out of rank order. */
+        if (alg == HASHI_ALG_RABENSEIFNER && (!commutative || count < pof2_floor(n) || n == 1))
+            alg = HASHI_ALG_BINOMIAL;
+        return alg;
+    case HASHI_CHOOSE_ALLREDUCE:
+        if (alg == HASHI_ALG_AUTO)
+            alg = conf.allreduce;
+        if (alg == HASHI_ALG_AUTO) {
+            if (conf.allreduce_ring && bytes >= conf.allreduce_ring)
+                alg = HASHI_ALG_RING;
+            else if (bytes >= conf.allreduce_long)
+                alg = HASHI_ALG_RABENSEIFNER;
+            else
+                alg = HASHI_ALG_RECURSIVE_DOUBLING;
+        }
+        if (!commutative || n == 1)
+            alg = HASHI_ALG_RECURSIVE_DOUBLING;
+        else if (alg == HASHI_ALG_RABENSEIFNER && count < pof2_floor(n))
+            alg = HASHI_ALG_RECURSIVE_DOUBLING;
+        else if (alg == HASHI_ALG_RING && count < n)
+            alg = HASHI_ALG_RECURSIVE_DOUBLING;
+        return alg;
+    case HASHI_CHOOSE_REDUCE_SCATTER:
+        if (alg == HASHI_ALG_AUTO)
+            alg = conf.reduce_scatter;
+        if (alg == HASHI_ALG_AUTO)
+            alg = bytes >= conf.reduce_scatter_long ? HASHI_ALG_PAIRWISE : HASHI_ALG_RECURSIVE_HALVING;
+        if (!commutative)
+            alg = HASHI_ALG_REDUCE_SCATTERV;
+        return alg;
+    }
+    return HASHI_ALG_AUTO;
+}
+
+/* ---- data-movement collectives ----
+ * Same order of precedence: the communicator's hint hashi_coll_<collective>,
+ * then HASHI_COLL_<COLLECTIVE>, then the size thresholds. Alltoallv/w need
+ * no agreement between ranks (see hashi_coll_alltoallv_alg). */
+
+enum { FORCE_NONE = -1 };
+
+static const char *const rooted_names[] = { [HASHI_ROOTED_BINOMIAL] = "binomial", [HASHI_ROOTED_LINEAR] = "linear" };
+static const char *const allgather_names[] = { [HASHI_ALLGATHER_RECURSIVE_DOUBLING] = "recursive_doubling",
+                                               [HASHI_ALLGATHER_BRUCK] = "bruck",
+                                               [HASHI_ALLGATHER_RING] = "ring" };
+static const char *const alltoall_names[] = { [HASHI_ALLTOALL_BRUCK] = "bruck",
+                                              [HASHI_ALLTOALL_SCATTERED] = "scattered",
+                                              [HASHI_ALLTOALL_PAIRWISE] = "pairwise" };
+#define NAMES(a) (a), (int)(sizeof(a) / sizeof((a)[0]))
+
+/* The algorithm a name stands for, or FORCE_NONE ("auto", NULL, unknown). */
+static int named(const char *v, const char *const names[], int n)
+{
+    for (int i = 0; v && i < n; i++)
+        if (names[i] && strcmp(v, names[i]) == 0)
+            return i;
+    return FORCE_NONE;
+}
+
+static struct {
+    int gather, scatter, allgather, alltoall, alltoallv;   /* forced by parameter, or FORCE_NONE */
+    size_t gather_long, scatter_long, allgather_long;
+    size_t alltoall_short, alltoall_long;
+    int alltoall_bruck_min, alltoall_window;
+} data_conf;
+
+static void data_conf_load(void)
+{
+    data_conf.gather = named(hashi_param_str(HASHI_P_COLL_GATHER), NAMES(rooted_names));
+    data_conf.scatter = named(hashi_param_str(HASHI_P_COLL_SCATTER), NAMES(rooted_names));
+    data_conf.allgather = named(hashi_param_str(HASHI_P_COLL_ALLGATHER), NAMES(allgather_names));
+    data_conf.alltoall = named(hashi_param_str(HASHI_P_COLL_ALLTOALL), NAMES(alltoall_names));
+    data_conf.alltoallv = named(hashi_param_str(HASHI_P_COLL_ALLTOALLV), NAMES(alltoall_names));
+    data_conf.gather_long = (size_t)hashi_param_int(HASHI_P_COLL_GATHER_LONG);
+    data_conf.scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_SCATTER_LONG);
+    data_conf.allgather_long = (size_t)hashi_param_int(HASHI_P_COLL_ALLGATHER_LONG);
+    data_conf.alltoall_short = (size_t)hashi_param_int(HASHI_P_COLL_ALLTOALL_SHORT);
+    data_conf.alltoall_long = (size_t)hashi_param_int(HASHI_P_COLL_ALLTOALL_LONG);
+    data_conf.alltoall_bruck_min = (int)hashi_param_int(HASHI_P_COLL_ALLTOALL_BRUCK_MIN);
+    int w = (int)hashi_param_int(HASHI_P_COLL_ALLTOALL_WINDOW);
+    data_conf.alltoall_window = w < 1 ? 1 : w;
+}
+
+/* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
+static int forced(const struct MPI_ABI_Comm *c, const char *key, int param, const char *const names[], int n)
+{
+    pthread_once(&conf_once, conf_load);
+    int alg = c->info ? named(hashi_info_value(c->info, key), names, n) : FORCE_NONE;
+    return alg != FORCE_NONE ? alg : param;
+}
+
+enum hashi_rooted_alg hashi_coll_gather_alg(const struct MPI_ABI_Comm *c, size_t block_bytes)
+{
+    int alg = forced(c, "hashi_coll_gather", data_conf.gather, NAMES(rooted_names));
+    if (alg != FORCE_NONE)
+        return (enum hashi_rooted_alg)alg;
+    return block_bytes < data_conf.gather_long ? HASHI_ROOTED_BINOMIAL : HASHI_ROOTED_LINEAR;
+}
+
+enum hashi_rooted_alg hashi_coll_scatter_alg(const struct MPI_ABI_Comm *c, size_t block_bytes)
+{
+    int alg = forced(c, "hashi_coll_scatter", data_conf.scatter, NAMES(rooted_names));
+    if (alg != FORCE_NONE)
+        return (enum hashi_rooted_alg)alg;
+    return block_bytes < data_conf.scatter_long ? HASHI_ROOTED_BINOMIAL : HASHI_ROOTED_LINEAR;
+}
+
+enum hashi_allgather_alg hashi_coll_allgather_alg(const struct MPI_ABI_Comm *c, size_t block_bytes)
+{
+    int n = c->size, pow2 = (n & (n - 1)) == 0;
+    int alg = forced(c, "hashi_coll_allgather", data_conf.allgather, NAMES(allgather_names));
+    if (alg == FORCE_NONE) {
+        if (block_bytes >= data_conf.allgather_long)
+            alg = HASHI_ALLGATHER_RING;
+        else
+            alg = pow2 ? HASHI_ALLGATHER_RECURSIVE_DOUBLING : HASHI_ALLGATHER_BRUCK;
+    }
+    /* Recursive doubling needs a power of two; Bruck is its any-size form. */
+    if (alg == HASHI_ALLGATHER_RECURSIVE_DOUBLING && !pow2)
+        alg = HASHI_ALLGATHER_BRUCK;
+    return (enum hashi_allgather_alg)alg;
+}
+
+enum hashi_alltoall_alg hashi_coll_alltoall_alg(const struct MPI_ABI_Comm *c, size_t block_bytes)
+{
+    int alg = forced(c, "hashi_coll_alltoall", data_conf.alltoall, NAMES(alltoall_names));
+    if (alg != FORCE_NONE)
+        return (enum hashi_alltoall_alg)alg;
+    if (block_bytes <= data_conf.alltoall_short && c->size >= data_conf.alltoall_bruck_min)
+        return HASHI_ALLTOALL_BRUCK;
+    return block_bytes >= data_conf.alltoall_long ? HASHI_ALLTOALL_PAIRWISE : HASHI_ALLTOALL_SCATTERED;
+}
+
+/* Any mix of scattered and pairwise across ranks is correct: both exchange
+ * with peer rank + i / rank - i for i = 1 .. n-1 in increasing order, so a
+ * message only ever waits for the same i on the other side. Bruck needs
+ * uniform blocks: never here. */
+enum hashi_alltoall_alg hashi_coll_alltoallv_alg(const struct MPI_ABI_Comm *c, size_t max_block_bytes)
+{
+    int alg = forced(c, "hashi_coll_alltoallv", data_conf.alltoallv, NAMES(alltoall_names));
+    if (alg == FORCE_NONE)
+        alg = max_block_bytes >= data_conf.alltoall_long ? HASHI_ALLTOALL_PAIRWISE : HASHI_ALLTOALL_SCATTERED;
+    return alg == HASHI_ALLTOALL_BRUCK ? HASHI_ALLTOALL_SCATTERED : (enum hashi_alltoall_alg)alg;
+}
+
+int hashi_coll_alltoall_window(void)
+{
+    pthread_once(&conf_once, conf_load);
+    return data_conf.alltoall_window;
+}

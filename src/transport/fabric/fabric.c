@@ -1,0 +1,1198 @@
+/*
+ * The fabric transport: transport.h's primitives over a libfabric RDM
+ * endpoint, for any provider FI_PROVIDER selects that offers messages, RMA
+ * and 8 bytes of remote CQ data (shm and tcp here). This file holds the
+ * endpoint's life cycle, messages (blocks, notifications, wide tiny writes),
+ * tiny writes in CQ data, the queue of refused operations and progress;
+ * fabric_rma.c holds registration and PUSH / PULL.
+ *
+ * libfabric promises neither that an 8-byte remote write is atomic nor when
+ * its bytes land (shm and tcp progress manually: data moves when the target
+ * calls the provider). So a tiny write never writes the target's LLCM
+ * directly: the store travels in the remote CQ data of a zero-length write,
+ * and the target's progress performs it with one release store. Only this
+ * rank's CPU ever writes its LLCM on behalf of a fabric peer.
+ */
+#include "transport/fabric/fabric.h"
+#include "transport/fabric/fi_util.h"
+
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+
+#include <errno.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <time.h>
+
+#define FAB_ADDR_KEY "hashi.fabric.addr"
+#define FAB_BLOB_MAGIC 0x46414231u /* "FAB1" */
+#define FAB_SMALL_MSG 32           /* header + the largest fixed payload (a wide tiny write) */
+#define CQ_BATCH 16
+
+/* What each rank publishes in the modex. */
+struct fab_blob {
+    uint32_t magic;
+    uint32_t addrlen;
+    uint64_t llcm_size;
+    uint64_t max_msg;
+    uint64_t credits;           /* messages each sender may have unconsumed here */
+    uint64_t bell_raddr, bell_key;
+    unsigned char addr[256];
+};
+
+/* A block message buffer: the device writes the payload after the header. */
+struct fab_slot {
+    struct fab_op op;
+    struct fab_slot *next_free;
+    size_t wire_len;
+    _Alignas(8) unsigned char msg[];
+};
+
+struct fab_rbuf {
+    struct fab_op op;
+    unsigned char *buf;
+    size_t len;
+};
+
+/* An arrival kept for the next progress: a copied message, or a CQ-data store. */
+struct fab_parked {
+    struct fab_parked *next;
+    int is_store;
+    uint64_t data;
+    size_t len;
+    _Alignas(8) unsigned char msg[];
+};
+
+struct fab_state fab;
+
+/* Resources that only this file touches. */
+static struct {
+    unsigned char *slab;            /* tx slots */
+    size_t slot_stride, nslots;
+    struct fab_mem *slab_mem;
+    struct fab_slot *free_slots;
+    struct fab_rbuf *rbufs;
+    size_t nrbufs;
+    unsigned char *rbuf_mem;
+    struct fab_mem *rbuf_reg;
+    int multi_recv;
+    struct fab_queue rx_pending;
+    struct fab_parked *parked, *parked_tail;
+    struct fab_rbuf *busy;          /* a handler is reading a message in this buffer */
+    int busy_released;              /* ... which the provider handed back meanwhile */
+    struct fab_mem *bell_mem;
+    _Alignas(64) unsigned char bell[64];    /* zero-length writes name it; nothing lands */
+    unsigned char *scratch;                 /* realigns a message the provider placed off 8 */
+} res;
+
+static void warn(const char *what, ssize_t rc)
+{
+    hashi_log("fabric transport: %s failed: %s", what, fi_strerror((int)-rc));
+}
+
+static int fail(char *err, size_t errlen, const char *what, int rc)
+{
+    snprintf(err, errlen, "fabric transport: %s failed: %s", what, fi_strerror(-rc));
+    return -1;
+}
+
+/* ------------------------------------------------------------ queues */
+
+void fab_queue_push(struct fab_queue *q, struct fab_op *op)
+{
+    op->next = NULL;
+    if (q->tail)
+        q->tail->next = op;
+    else
+        q->head = op;
+    q->tail = op;
+}
+
+static struct fab_op *queue_pop(struct fab_queue *q)
+{
+    struct fab_op *op = q->head;
+    if (op) {
+        q->head = op->next;
+        if (!q->head)
+            q->tail = NULL;
+        op->next = NULL;
+    }
+    return op;
+}
+
+static void queue_push_front(struct fab_queue *q, struct fab_op *op)
+{
+    op->next = q->head;
+    q->head = op;
+    if (!q->tail)
+        q->tail = op;
+}
+
+static struct fab_slot *slot_get(void)
+{
+    struct fab_slot *s = res.free_slots;
+    if (s)
+        res.free_slots = s->next_free;
+    return s;
+}
+
+static void slot_put(struct fab_slot *s)
+{
+    s->next_free = res.free_slots;
+    res.free_slots = s;
+}
+
+/* ------------------------------------------------------------ arrivals */
+
+/* Perform a tiny write in this rank's LLCM: one release store. */
+static void llcm_store(uint64_t offset, unsigned size, uint64_t value, int src)
+{
+    if (!(size == 1 || size == 2 || size == 4 || size == 8) || offset % size ||
+        offset + size > fab.cfg.llcm_size) {
+        hashi_log("fabric transport: rank %d sent a tiny write of %u bytes at LLCM offset %llu, outside this "
+                  "rank's %zu-byte LLCM: dropped", src, size, (unsigned long long)offset, fab.cfg.llcm_size);
+        return;
+    }
+    unsigned char *p = (unsigned char *)fab.cfg.llcm + offset;
+    switch (size) {
+    case 1: __atomic_store_n((uint8_t *)p, (uint8_t)value, __ATOMIC_RELEASE); break;
+    case 2: __atomic_store_n((uint16_t *)(void *)p, (uint16_t)value, __ATOMIC_RELEASE); break;
+    case 4: __atomic_store_n((uint32_t *)(void *)p, (uint32_t)value, __ATOMIC_RELEASE); break;
+    default: __atomic_store_n((uint64_t *)(void *)p, value, __ATOMIC_RELEASE); break;
+    }
+}
+
+static uint64_t cq_offset(uint64_t data)
+{
+    return data >> FAB_CQ_VALUE_BITS & FAB_CQ_CREDIT_OFFSET;
+}
+
+static uint64_t cq_value(uint64_t data)
+{
+    return data & (((uint64_t)1 << FAB_CQ_VALUE_BITS) - 1);
+}
+
+static void cq_data_store(uint64_t data)
+{
+    llcm_store(cq_offset(data), 1u << (data >> 62), cq_value(data), -1);
+}
+
+/* ------------------------------------------------------------ credits */
+
+/*
+ * Flow control of messages. A message that finds no posted receive buffer
+ * waits in the provider's unexpected queue, and tcp (ofi_rxm) then reports
+ * later RMA completions, our CQ-data tiny writes, before it: the order
+ * transport.h promises would break under a flood. So each sender may have at
+ * most fab.credits messages unconsumed at a peer, and the peer's receive
+ * buffers hold every sender's share: a message always lands in a posted
+ * buffer. Consumed messages are credited back, half a share at a time, by a
+ * zero-length write whose CQ data names FAB_CQ_CREDIT_OFFSET.
+ */
+static uint64_t credit_cqdata(int count)
+{
+    return FAB_CQ_CREDIT_OFFSET << FAB_CQ_VALUE_BITS | (uint64_t)hashi_job.rank << 16 | (uint64_t)count;
+}
+
+/* Send the credits owed, as far as the provider takes them now (never waits). */
+static void flush_owed(void)
+{
+    while (fab.owed_count) {
+        int src = fab.owed_list[fab.owed_count - 1];
+        struct fab_peer *p = &fab.peers[src];
+        ssize_t rc = fi_inject_writedata(fab.ep, NULL, 0, credit_cqdata(p->owed), p->addr, p->bell_raddr,
+                                         p->bell_key);
+        if (rc == -FI_EAGAIN)
+            return;
+        if (rc)
+            warn("returning credits (fi_inject_writedata)", rc);
+        else
+            hashi_wake_peer(src);
+        p->n_cred_sent += (uint64_t)p->owed;
+        p->owed = 0;
+        p->owed_listed = 0;
+        fab.owed_count--;
+    }
+}
+
+/* A message from src was consumed (delivered, or copied out of the buffer). */
+static void consumed(int src)
+{
+    if (src < 0 || src >= hashi_job.size || !fab.peers || !fab.peers[src].llcm_size)
+        return;
+    struct fab_peer *p = &fab.peers[src];
+    p->n_consumed++;
+    if (++p->owed >= fab.credits / 2 && !p->owed_listed) {
+        p->owed_listed = 1;
+        fab.owed_list[fab.owed_count++] = src;
+        flush_owed();
+    }
+}
+
+static void credits_returned(uint64_t data)
+{
+    uint64_t v = cq_value(data);
+    int src = (int)(v >> 16);
+    if (src < 0 || src >= hashi_job.size || !fab.peers || !fab.peers[src].llcm_size) {
+        hashi_log("fabric transport: credits from unknown rank %d: dropped", src);
+        return;
+    }
+    fab.peers[src].credits += (int)(v & 0xffff);
+    fab.peers[src].n_cred_got += v & 0xffff;
+}
+
+static void deliver(const unsigned char *buf, size_t len)
+{
+    struct fab_hdr h;
+    if (len < sizeof h) {
+        hashi_log("fabric transport: dropped a %zu-byte message (shorter than its header)", len);
+        return;
+    }
+    memcpy(&h, buf, sizeof h);
+    unsigned kind = h.word >> FAB_KIND_SHIFT;
+    size_t plen = h.word & FAB_LEN_MASK;
+    int src = (int)h.src;
+    if (plen > len - sizeof h || src < 0 || src >= hashi_job.size) {
+        hashi_log("fabric transport: dropped a malformed message (%zu bytes, says %zu from rank %d)", len, plen, src);
+        return;
+    }
+    const unsigned char *payload = buf + sizeof h;
+    switch (kind) {
+    case FAB_MSG_BLOCK:
+        /* Providers pack multi-receive buffers as they like: realign if needed. */
+        if ((uintptr_t)payload % HASHI_TL_BLOCK_ALIGN) {
+            memcpy(res.scratch, payload, plen);
+            payload = res.scratch;
+        }
+        fab.cfg.on_block(fab.cfg.ctx, src, payload, plen);
+        break;
+    case FAB_MSG_NOTIFY: {
+        uint64_t v;
+        if (plen != sizeof v)
+            goto bad;
+        memcpy(&v, payload, sizeof v);
+        fab.cfg.on_notify(fab.cfg.ctx, src, v);
+        break;
+    }
+    case FAB_MSG_TINY: {
+        uint64_t w[2];
+        if (plen != sizeof w)
+            goto bad;
+        memcpy(w, payload, sizeof w);
+        llcm_store(w[0] >> 8, (unsigned)(w[0] & 0xff), w[1], src);
+        break;
+    }
+    default:
+        goto bad;
+    }
+    return;
+bad:
+    hashi_log("fabric transport: dropped a message of unknown kind %u (%zu bytes) from rank %d", kind, plen, src);
+}
+
+/*
+ * Arrivals must reach the device in CQ order. While a sender waits for the
+ * provider to take a message (back-pressure, below) it drains the CQ but
+ * may run no handler: arrivals are copied into the parked list, and once
+ * anything is parked every later arrival joins it, until progress has
+ * handled them all.
+ */
+static struct fab_parked *park_new(int is_store, uint64_t data, const void *msg, size_t len)
+{
+    struct fab_parked *p = malloc(sizeof *p + len);
+    if (!p) {
+        hashi_log("fabric transport: out of memory keeping an arrival: lost");
+        return NULL;
+    }
+    p->next = NULL;
+    p->is_store = is_store;
+    p->data = data;
+    p->len = len;
+    if (len)
+        memcpy(p->msg, msg, len);
+    return p;
+}
+
+static void park_append(struct fab_parked *p)
+{
+    if (!p)
+        return;
+    if (res.parked_tail)
+        res.parked_tail->next = p;
+    else
+        res.parked = p;
+    res.parked_tail = p;
+}
+
+static void park_arrival(int is_store, uint64_t data, const void *msg, size_t len)
+{
+    park_append(park_new(is_store, data, msg, len));
+}
+
+static int run_parked(void)
+{
+    int n = 0;
+    struct fab_parked *p;
+    while ((p = res.parked)) {
+        /* Unlinked first: a handler's send may park more behind it. */
+        res.parked = p->next;
+        if (!res.parked)
+            res.parked_tail = NULL;
+        if (p->is_store)
+            cq_data_store(p->data);
+        else
+            deliver(p->msg, p->len);
+        free(p);
+        n++;
+    }
+    return n;
+}
+
+/* A receive buffer finished with by the device (or copied): post it again. */
+static void rbuf_recycle(struct fab_op *op);
+static int retry(struct fab_queue *q);
+
+/*
+ * One completion. handle: run handlers now (progress), else park (a sender
+ * waiting for room). Completions of our own sends and RMA never call out.
+ */
+static void completion(const struct fi_cq_data_entry *e, int handle)
+{
+    handle = handle && !res.parked;
+    if (e->flags & FI_REMOTE_WRITE) {
+        if (!(e->flags & FI_REMOTE_CQ_DATA))
+            return;
+        if (cq_offset(e->data) == FAB_CQ_CREDIT_OFFSET)
+            credits_returned(e->data);     /* not ordered traffic: at once */
+        else if (handle)
+            cq_data_store(e->data);
+        else
+            park_arrival(1, e->data, NULL, 0);
+        return;
+    }
+    struct fab_op *op = e->op_context;
+    if (!op)
+        return;
+    switch (op->kind) {
+    case FAB_OP_RECV: {
+        struct fab_rbuf *r = (struct fab_rbuf *)op;
+        if (e->flags & FI_RECV && e->len) {
+            const unsigned char *msg = res.multi_recv ? e->buf : r->buf;
+            struct fab_hdr h = { .src = UINT32_MAX };
+            if (e->len >= sizeof h)
+                memcpy(&h, msg, sizeof h);
+            if (handle) {
+                res.busy = r;
+                deliver(msg, e->len);
+                res.busy = NULL;
+            } else {
+                park_arrival(0, 0, msg, e->len);
+            }
+            consumed((int)h.src);
+        }
+        /* Multi-receive: the provider hands the buffer back once it is used up;
+         * not while a handler (whose send is waiting for room) still reads it. */
+        int released = !res.multi_recv || (e->flags & FI_MULTI_RECV);
+        if (!handle && released && r == res.busy) {
+            res.busy_released = 1;      /* recycled once its handler returns */
+            break;
+        }
+        if (handle && res.busy_released) {
+            res.busy_released = 0;
+            released = 1;
+        }
+        if (released)
+            rbuf_recycle(op);
+        break;
+    }
+    case FAB_OP_SEND:
+        slot_put((struct fab_slot *)op);
+        break;
+    case FAB_OP_RMA:
+        fab_rma_complete((struct fab_rma *)op, 0);
+        break;
+    }
+}
+
+static void error_completion(const struct fi_cq_err_entry *e)
+{
+    int err = e->err < 0 ? -e->err : e->err;   /* shm 1.17 negates it */
+    struct fab_op *op = e->op_context;
+    if (!op) {
+        hashi_log("fabric transport: error completion without an operation: %s",
+                  fi_cq_strerror(fab.cq, e->prov_errno, e->err_data, NULL, 0));
+        return;
+    }
+    switch (op->kind) {
+    case FAB_OP_RECV:
+        if (err != FI_ECANCELED) {
+            hashi_log("fabric transport: a receive failed: %s", fi_strerror(err));
+            rbuf_recycle(op);
+        }
+        break;
+    case FAB_OP_SEND:
+        hashi_log("fabric transport: a block message to rank %d failed: %s", op->peer, fi_strerror(err));
+        slot_put((struct fab_slot *)op);
+        break;
+    case FAB_OP_RMA:
+        hashi_log("fabric transport: %s with rank %d failed: %s",
+                  ((struct fab_rma *)op)->is_put ? "a put" : "a get", op->peer, fi_strerror(err));
+        fab_rma_complete((struct fab_rma *)op, -EIO);
+        break;
+    }
+}
+
+/*
+ * Read the CQ: a few batches at most, so one call cannot starve its caller.
+ * When a handler run for entry i parks later arrivals (its send waited for
+ * room), the rest of this batch is older than those: it goes in front.
+ */
+static int poll_cq(int handle)
+{
+    int events = 0;
+    struct fi_cq_data_entry ents[CQ_BATCH];
+    for (int round = 0; round < 4; round++) {
+        ssize_t n = fi_cq_read(fab.cq, ents, CQ_BATCH);
+        if (n > 0) {
+            int had_parked = res.parked != NULL;    /* then everything here simply queues behind */
+            for (ssize_t i = 0; i < n; i++) {
+                if (handle && !had_parked && res.parked) {
+                    /* Park ents[i..] ahead of what the handlers parked. */
+                    struct fab_parked *later = res.parked, *later_tail = res.parked_tail;
+                    res.parked = res.parked_tail = NULL;
+                    for (ssize_t j = i; j < n; j++)
+                        completion(&ents[j], 0);
+                    if (res.parked_tail)
+                        res.parked_tail->next = later;
+                    else
+                        res.parked = later;
+                    res.parked_tail = later_tail;
+                    break;
+                }
+                completion(&ents[i], handle);
+            }
+            events += (int)n;
+            if (n < CQ_BATCH)
+                break;
+            continue;
+        }
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry e;
+            memset(&e, 0, sizeof e);
+            if (fi_cq_readerr(fab.cq, &e, 0) != 1)
+                break;
+            error_completion(&e);
+            events++;
+            continue;
+        }
+        warn("fi_cq_read", n);
+        break;
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ posting */
+
+/*
+ * Back-pressure. Messages and tiny writes are in the provider's hands when
+ * their call returns, like a store into the emulated NIC's ring: so a rank
+ * that stops progressing afterwards (a fence, MPI_Finalize) strands nothing
+ * in a queue of ours. When the provider refuses for now (the peer's queue
+ * is full), wake the peer, drain our CQ without running handlers (the peer
+ * may be waiting for room with us), and retry.
+ */
+static void backoff(int peer, unsigned *spins)
+{
+    fab.eagain++;
+    hashi_wake_peer(peer);
+    poll_cq(0);
+    flush_owed();
+    if (res.rx_pending.head)
+        retry(&res.rx_pending);
+    if (++*spins % 64 == 0)
+        sched_yield();
+}
+
+static ssize_t rbuf_post(struct fab_rbuf *r)
+{
+    struct iovec iov = { .iov_base = r->buf, .iov_len = r->len };
+    void *desc = res.rbuf_reg ? res.rbuf_reg->desc : NULL;
+    struct fi_msg msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+                          .context = &r->op.ctx };
+    return fi_recvmsg(fab.ep, &msg, res.multi_recv ? FI_MULTI_RECV : 0);
+}
+
+/* Hand a receive or RMA operation to the provider: 0, -FI_EAGAIN, or an error. */
+static ssize_t op_post(struct fab_op *op)
+{
+    switch (op->kind) {
+    case FAB_OP_RMA:  return fab_rma_post((struct fab_rma *)op);
+    case FAB_OP_RECV: return rbuf_post((struct fab_rbuf *)op);
+    case FAB_OP_SEND: break;    /* sent with back-pressure, never queued */
+    }
+    return -FI_EINVAL;
+}
+
+static void op_failed(struct fab_op *op, ssize_t rc)
+{
+    if (op->kind == FAB_OP_RMA) {
+        hashi_log("fabric transport: a %s with rank %d failed: %s", ((struct fab_rma *)op)->is_put ? "put" : "get",
+                  op->peer, fi_strerror((int)-rc));
+        fab_rma_complete((struct fab_rma *)op, -EIO);
+    } else {
+        warn("posting a receive buffer", rc);
+    }
+}
+
+int fab_submit(struct fab_op *op)
+{
+    int rx = op->kind == FAB_OP_RECV;
+    struct fab_queue *q = rx ? &res.rx_pending : &fab.pending;
+    if (q->head) {
+        fab_queue_push(q, op);
+        return 0;
+    }
+    ssize_t rc = op_post(op);
+    if (rc == -FI_EAGAIN) {
+        fab.eagain++;
+        fab_queue_push(q, op);
+        return 0;
+    }
+    if (rc)
+        return (int)rc;
+    if (!rx)
+        hashi_wake_peer(op->peer);
+    return 0;
+}
+
+static void rbuf_recycle(struct fab_op *op)
+{
+    int rc = fab_submit(op);
+    if (rc)
+        warn("posting a receive buffer", rc);
+}
+
+static int retry(struct fab_queue *q)
+{
+    int posted = 0;
+    struct fab_op *op;
+    while ((op = queue_pop(q))) {
+        ssize_t rc = op_post(op);
+        if (rc == -FI_EAGAIN) {
+            queue_push_front(q, op);
+            break;
+        }
+        posted++;
+        if (rc)
+            op_failed(op, rc);
+        else if (op->kind != FAB_OP_RECV)
+            hashi_wake_peer(op->peer);
+    }
+    return posted;
+}
+
+/* A message of at most FAB_SMALL_MSG bytes, or a zero-length write carrying cqdata. */
+static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes, size_t len)
+{
+    const struct fab_peer *p = &fab.peers[peer];
+    unsigned spins = 0;
+    ssize_t rc;
+    for (;;) {
+        rc = is_write ? fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key)
+                      : fi_inject(fab.ep, bytes, len, p->addr);
+        if (rc != -FI_EAGAIN)
+            break;
+        backoff(peer, &spins);
+    }
+    if (rc) {
+        warn(is_write ? "fi_inject_writedata" : "fi_inject", rc);
+        return -EIO;
+    }
+    hashi_wake_peer(peer);
+    return 0;
+}
+
+/* A slot's message: injected if it fits, else fi_send (the slot returns on completion). */
+static int send_slot(struct fab_slot *s)
+{
+    int peer = s->op.peer;
+    fi_addr_t to = fab.peers[peer].addr;
+    int inject = s->wire_len <= fab.inject_size;
+    unsigned spins = 0;
+    ssize_t rc;
+    for (;;) {
+        rc = inject ? fi_inject(fab.ep, s->msg, s->wire_len, to)
+                    : fi_send(fab.ep, s->msg, s->wire_len, res.slab_mem ? res.slab_mem->desc : NULL, to, &s->op.ctx);
+        if (rc != -FI_EAGAIN)
+            break;
+        backoff(peer, &spins);
+    }
+    if (rc || inject)
+        slot_put(s);
+    if (rc) {
+        hashi_log("fabric transport: a message to rank %d was lost: %s", peer, fi_strerror((int)-rc));
+        return -EIO;
+    }
+    hashi_wake_peer(peer);
+    return 0;
+}
+
+/* A transport message (notification, wide tiny write) with its header. */
+/* Take a credit for a message to peer, waiting for one if wait is set. */
+static int credit_take(int peer, int wait)
+{
+    struct fab_peer *p = &fab.peers[peer];
+    unsigned spins = 0;
+    while (p->credits <= 0) {
+        if (!wait)
+            return -EAGAIN;
+        fab.credit_waits++;
+        backoff(peer, &spins);
+    }
+    p->credits--;
+    p->n_sent++;
+    return 0;
+}
+
+static int send_message(int peer, enum fab_kind kind, const void *payload, size_t len)
+{
+    credit_take(peer, 1);
+    size_t wire = sizeof(struct fab_hdr) + ((len + 7) & ~(size_t)7);
+    struct fab_hdr h = { .src = (uint32_t)hashi_job.rank, .word = (uint32_t)kind << FAB_KIND_SHIFT | (uint32_t)len };
+    if (wire <= fab.inject_size && wire <= FAB_SMALL_MSG) {
+        _Alignas(8) unsigned char bytes[FAB_SMALL_MSG] = { 0 };
+        memcpy(bytes, &h, sizeof h);
+        memcpy(bytes + sizeof h, payload, len);
+        return send_small(peer, 0, 0, bytes, wire);
+    }
+    /* A provider with a tiny inject limit: through a slot. */
+    struct fab_slot *s;
+    unsigned spins = 0;
+    while (!(s = slot_get()))
+        backoff(peer, &spins);
+    memcpy(s->msg, &h, sizeof h);
+    memcpy(s->msg + sizeof h, payload, len);
+    s->op.kind = FAB_OP_SEND;
+    s->op.peer = peer;
+    s->wire_len = wire;
+    return send_slot(s);
+}
+
+/* ------------------------------------------------------------ primitives */
+
+int fab_peer_ok(int peer)
+{
+    return fab.connected && peer >= 0 && peer < hashi_job.size && fab.peers[peer].llcm_size;
+}
+
+int fab_tiny_valid(int peer, uint64_t offset, unsigned size)
+{
+    return (size == 1 || size == 2 || size == 4 || size == 8) && offset % size == 0 &&
+           offset + size <= fab.peers[peer].llcm_size;
+}
+
+int fab_tiny_write(int peer, uint64_t offset, uint64_t value, unsigned size)
+{
+    if (size != 8)
+        value &= ((uint64_t)1 << (size * 8)) - 1;
+    if (fab_cq_inline(value))
+        return send_small(peer, 1, fab_cq_encode(offset, size, value), NULL, 0);
+    uint64_t payload[2] = { offset << 8 | size, value };
+    return send_message(peer, FAB_MSG_TINY, payload, sizeof payload);
+}
+
+static int fab_tiny(int peer, uint64_t offset, uint64_t value, unsigned size)
+{
+    if (!fab_peer_ok(peer) || !fab_tiny_valid(peer, offset, size))
+        return -EINVAL;
+    return fab_tiny_write(peer, offset, value, size);
+}
+
+static void *fab_block_alloc(int peer, size_t len, int *rc)
+{
+    if (!fab_peer_ok(peer) || len > fab.cfg.block_max) {
+        *rc = fab_peer_ok(peer) ? -EMSGSIZE : -EINVAL;
+        return NULL;
+    }
+    struct fab_peer *p = &fab.peers[peer];
+    if (!p->open) {
+        if (p->credits <= 0) {
+            /* The peer has not consumed our earlier messages yet: look for credits once. */
+            poll_cq(0);
+            flush_owed();
+        }
+        if (!res.free_slots || credit_take(peer, 0) != 0) {
+            *rc = -EAGAIN;
+            return NULL;
+        }
+        p->open = slot_get();
+    }
+    *rc = 0;
+    return p->open->msg + sizeof(struct fab_hdr);
+}
+
+static void fab_block_kick(int peer, size_t len)
+{
+    struct fab_slot *s = fab.peers[peer].open;
+    if (!s)
+        return;
+    fab.peers[peer].open = NULL;
+    struct fab_hdr h = { .src = (uint32_t)hashi_job.rank, .word = (uint32_t)FAB_MSG_BLOCK << FAB_KIND_SHIFT | (uint32_t)len };
+    memcpy(s->msg, &h, sizeof h);
+    s->op.kind = FAB_OP_SEND;
+    s->op.peer = peer;
+    s->wire_len = sizeof h + ((len + 7) & ~(size_t)7);
+    send_slot(s);
+}
+
+static int fab_notify(int peer, uint64_t value)
+{
+    if (!fab_peer_ok(peer))
+        return -EINVAL;
+    return send_message(peer, FAB_MSG_NOTIFY, &value, sizeof value);
+}
+
+static int fab_progress(void)
+{
+    if (!fab.ep)
+        return 0;
+    int events = run_parked();
+    events += poll_cq(1);
+    events += run_parked();
+    if (fab.owed_count)
+        flush_owed();
+    if (fab.pending.head)
+        events += retry(&fab.pending);
+    if (res.rx_pending.head)
+        events += retry(&res.rx_pending);
+    struct fab_op *op;
+    while ((op = queue_pop(&fab.done))) {
+        fab_rma_finish((struct fab_rma *)op);
+        events++;
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ registration */
+
+int fab_mem_register(void *buf, size_t len, struct fab_mem **out)
+{
+    struct fab_mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    uint64_t key = fab.mr_prov_key ? 0 : fab.next_key++;
+    int rc = fi_mr_reg(fab.domain, buf, len, access, 0, key, 0, &m->mr, NULL);
+    if (rc == 0 && fab.mr_endpoint) {
+        rc = fi_mr_bind(m->mr, &fab.ep->fid, 0);
+        if (rc == 0)
+            rc = fi_mr_enable(m->mr);
+    }
+    if (rc) {
+        warn("fi_mr_reg", rc);
+        if (m->mr)
+            fi_close(&m->mr->fid);
+        free(m);
+        return -EIO;
+    }
+    m->desc = fi_mr_desc(m->mr);
+    m->buf = buf;
+    m->len = len;
+    *out = m;
+    return 0;
+}
+
+void fab_mem_release(struct fab_mem *m)
+{
+    if (!m)
+        return;
+    if (m->mr)
+        fi_close(&m->mr->fid);
+    free(m);
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+static struct fi_info *make_hints(int multi_recv)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints)
+        return NULL;
+    hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    if (multi_recv)
+        hints->caps |= FI_MULTI_RECV;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    /* Every registration mode the transport can honour (not FI_MR_RAW:
+     * keys must fit 8 bytes of a remote key). */
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_ENDPOINT;
+    /* Blocks, notifications and tiny writes (sends and writes) placed in issue order. */
+    uint64_t order = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_WAS | FI_ORDER_WAW;
+    hints->tx_attr->msg_order = order;
+    hints->rx_attr->msg_order = order;
+    return hints;
+}
+
+static int get_info(char *err, size_t errlen)
+{
+    int rc = -FI_ENODATA;
+    for (int multi = hashi_param_int(HASHI_P_FABRIC_MULTI_RECV) != 0; multi >= 0; multi--) {
+        struct fi_info *hints = make_hints(multi);
+        if (!hints) {
+            snprintf(err, errlen, "fabric transport: out of memory");
+            return -1;
+        }
+        rc = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &fab.info_list);
+        fi_freeinfo(hints);
+        if (rc == 0 && fab.info_list) {
+            res.multi_recv = multi;
+            fab.info = hashi_fi_choose(fab.info_list, hashi_job.num_nodes <= 1);
+            return 0;
+        }
+        fab.info_list = NULL;
+    }
+    hashi_fi_unusable(err, errlen, "fabric transport",
+                      "RDM endpoints with messages and RMA reads and writes placed in order (FI_ORDER_SAS, SAW, WAS, "
+                      "WAW)", rc);
+    return -1;
+}
+
+/* What fi_getinfo cannot filter for: say which need the provider misses. */
+static int check_provider(char *err, size_t errlen)
+{
+    const struct fi_info *i = fab.info;
+    const char *prov = i->fabric_attr->prov_name;
+    char why[160] = "";
+    if (i->domain_attr->cq_data_size < 8)
+        snprintf(why, sizeof why, "8 bytes of remote CQ data (it has %zu), which tiny writes travel in",
+                 i->domain_attr->cq_data_size);
+    else if (i->domain_attr->mr_key_size > 8)
+        snprintf(why, sizeof why, "memory keys of at most 8 bytes (its are %zu)", i->domain_attr->mr_key_size);
+    else if (i->ep_attr->max_msg_size && i->ep_attr->max_msg_size < fab.max_msg)
+        snprintf(why, sizeof why, "messages of %zu bytes (its limit is %zu)", fab.max_msg, i->ep_attr->max_msg_size);
+    if (!why[0])
+        return 0;
+    snprintf(err, errlen, "fabric transport: provider %s lacks %s; choose another with FI_PROVIDER (`fi_info -l`)",
+             prov, why);
+    return -1;
+}
+
+static int post_receives(char *err, size_t errlen)
+{
+    /* Room for every possible sender's share of messages at once. */
+    size_t share = (size_t)hashi_job.size * (size_t)fab.credits;
+    size_t size, count;
+    if (res.multi_recv) {
+        size = (size_t)hashi_param_int(HASHI_P_FABRIC_RECV_BUF_SIZE);
+        if (size < 4 * fab.max_msg)
+            size = 4 * fab.max_msg;
+        /* A buffer is handed back with up to a message's worth unused, and
+         * one may be on its way back to us: two to spare. */
+        size_t per = size / fab.max_msg - 1;
+        count = (share + per - 1) / per + 2;
+    } else {
+        size = fab.max_msg;
+        count = share;
+    }
+    res.nrbufs = count;
+    res.rbufs = calloc(count, sizeof *res.rbufs);
+    if (!res.rbufs || posix_memalign((void **)&res.rbuf_mem, 4096, size * count) != 0) {
+        snprintf(err, errlen, "fabric transport: out of memory for %zu receive buffers of %zu bytes", count, size);
+        return -1;
+    }
+    if (fab.mr_local && fab_mem_register(res.rbuf_mem, size * count, &res.rbuf_reg) != 0) {
+        snprintf(err, errlen, "fabric transport: registering the receive buffers failed");
+        return -1;
+    }
+    if (res.multi_recv) {
+        size_t min = fab.max_msg;
+        int rc = fi_setopt(&fab.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min);
+        if (rc)
+            return fail(err, errlen, "fi_setopt(FI_OPT_MIN_MULTI_RECV)", rc);
+    }
+    for (size_t k = 0; k < count; k++) {
+        struct fab_rbuf *r = &res.rbufs[k];
+        r->op.kind = FAB_OP_RECV;
+        r->op.peer = -1;
+        r->buf = res.rbuf_mem + k * size;
+        r->len = size;
+        int rc = fab_submit(&r->op);
+        if (rc)
+            return fail(err, errlen, "fi_recvmsg", rc);
+    }
+    return 0;
+}
+
+static int make_slots(char *err, size_t errlen)
+{
+    int64_t n = hashi_param_int(HASHI_P_FABRIC_TX_SLOTS);
+    if (n < 4 || n > 65536) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_TX_SLOTS=%lld is out of range (4 .. 65536)", (long long)n);
+        return -1;
+    }
+    res.nslots = (size_t)n;
+    res.slot_stride = (sizeof(struct fab_slot) + fab.max_msg + 63) & ~(size_t)63;
+    if (posix_memalign((void **)&res.slab, 4096, res.slot_stride * res.nslots) != 0) {
+        snprintf(err, errlen, "fabric transport: out of memory for %zu send slots", res.nslots);
+        return -1;
+    }
+    if (fab.mr_local && fab_mem_register(res.slab, res.slot_stride * res.nslots, &res.slab_mem) != 0) {
+        snprintf(err, errlen, "fabric transport: registering the send slots failed");
+        return -1;
+    }
+    for (size_t k = res.nslots; k-- > 0;)
+        slot_put((struct fab_slot *)(void *)(res.slab + k * res.slot_stride));
+    return 0;
+}
+
+static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
+{
+    memset(&fab, 0, sizeof fab);
+    memset(&res, 0, sizeof res);
+    fab.cfg = *cfg;
+    fab.max_msg = sizeof(struct fab_hdr) + ((cfg->block_max + 7) & ~(size_t)7);
+    if (cfg->llcm_size > FAB_LLCM_MAX) {
+        snprintf(err, errlen, "fabric transport: an LLCM of %zu bytes is too big (at most %zu: tiny writes name the "
+                 "offset in 22 bits of CQ data)", cfg->llcm_size, FAB_LLCM_MAX);
+        return -1;
+    }
+    if (cfg->block_max > FAB_LEN_MASK) {
+        snprintf(err, errlen, "fabric transport: blocks of %zu bytes are too big (at most %u)", cfg->block_max,
+                 FAB_LEN_MASK);
+        return -1;
+    }
+    int64_t credits = hashi_param_int(HASHI_P_FABRIC_CREDITS);
+    if (credits < 2 || credits > 65535) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_CREDITS=%lld is out of range (2 .. 65535)",
+                 (long long)credits);
+        return -1;
+    }
+    fab.credits = (int)credits;
+    int64_t max_rma = hashi_param_int(HASHI_P_FABRIC_MAX_RMA);
+    if (max_rma < 4096) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_MAX_RMA=%lld is too small (at least 4k)", (long long)max_rma);
+        return -1;
+    }
+    /* ofi_rxm sends messages above its buffer size (16 KiB) by rendezvous,
+     * which a later write could overtake: keep every block eager. Read when
+     * libfabric initialises its providers; the user's setting wins. */
+    if (fab.max_msg > 16000) {
+        char v[32];
+        snprintf(v, sizeof v, "%zu", fab.max_msg + 512);
+        setenv("FI_OFI_RXM_BUFFER_SIZE", v, 0);
+    }
+    if (get_info(err, errlen) != 0 || check_provider(err, errlen) != 0)
+        return -1;
+    struct fi_info *info = fab.info;
+    fab.inject_size = info->tx_attr->inject_size;
+    int mode = info->domain_attr->mr_mode;
+    fab.mr_local = (mode & FI_MR_LOCAL) || hashi_param_int(HASHI_P_FABRIC_MR_LOCAL);
+    fab.mr_virt_addr = (mode & FI_MR_VIRT_ADDR) != 0;
+    fab.mr_prov_key = (mode & FI_MR_PROV_KEY) != 0;
+    fab.mr_endpoint = (mode & FI_MR_ENDPOINT) != 0;
+    fab.next_key = 1;
+    size_t rma_cap = info->ep_attr->max_msg_size ? info->ep_attr->max_msg_size : (size_t)max_rma;
+    fab.max_rma = (size_t)max_rma < rma_cap ? (size_t)max_rma : rma_cap;
+
+    if (hashi_fi_is_shm(info) && info->addr_format == FI_ADDR_STR &&
+        hashi_fi_name_shm_endpoint(info, "fab", err, errlen) != 0)
+        return -1;
+    int rc;
+    if ((rc = fi_fabric(info->fabric_attr, &fab.fabric, NULL)))
+        return fail(err, errlen, "fi_fabric", rc);
+    if ((rc = fi_domain(fab.fabric, info, &fab.domain, NULL)))
+        return fail(err, errlen, "fi_domain", rc);
+    struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
+    if ((rc = fi_cq_open(fab.domain, &cq_attr, &fab.cq, NULL)))
+        return fail(err, errlen, "fi_cq_open", rc);
+    struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t)hashi_job.size };
+    if ((rc = fi_av_open(fab.domain, &av_attr, &fab.av, NULL)))
+        return fail(err, errlen, "fi_av_open", rc);
+    if ((rc = fi_endpoint(fab.domain, info, &fab.ep, NULL)))
+        return fail(err, errlen, "fi_endpoint", rc);
+    if ((rc = fi_ep_bind(fab.ep, &fab.cq->fid, FI_TRANSMIT | FI_RECV)))
+        return fail(err, errlen, "fi_ep_bind(cq)", rc);
+    if ((rc = fi_ep_bind(fab.ep, &fab.av->fid, 0)))
+        return fail(err, errlen, "fi_ep_bind(av)", rc);
+    if ((rc = fi_enable(fab.ep)))
+        return fail(err, errlen, "fi_enable", rc);
+
+    if (posix_memalign((void **)&res.scratch, 64, fab.max_msg) != 0) {
+        snprintf(err, errlen, "fabric transport: out of memory");
+        return -1;
+    }
+    if (make_slots(err, errlen) != 0 || post_receives(err, errlen) != 0)
+        return -1;
+    if (fab_mem_register(res.bell, sizeof res.bell, &res.bell_mem) != 0) {
+        snprintf(err, errlen, "fabric transport: registering the tiny-write target failed");
+        return -1;
+    }
+
+    struct fab_blob blob = { .magic = FAB_BLOB_MAGIC, .llcm_size = cfg->llcm_size, .max_msg = fab.max_msg,
+                             .credits = (uint64_t)fab.credits,
+                             .bell_raddr = fab.mr_virt_addr ? (uint64_t)(uintptr_t)res.bell : 0,
+                             .bell_key = fi_mr_key(res.bell_mem->mr) };
+    size_t addrlen = sizeof blob.addr;
+    if ((rc = fi_getname(&fab.ep->fid, blob.addr, &addrlen)))
+        return fail(err, errlen, "fi_getname", rc);
+    blob.addrlen = (uint32_t)addrlen;
+    if (hashi_rt_put(FAB_ADDR_KEY, &blob, offsetof(struct fab_blob, addr) + addrlen) != 0) {
+        snprintf(err, errlen, "fabric transport: publishing the endpoint address through PMIx failed");
+        return -1;
+    }
+    HASHI_DEBUG(1, "fabric transport: provider %s, fabric %s, inject %zu, mr_mode %#x, %s receives", info->fabric_attr->prov_name,
+                info->fabric_attr->name, fab.inject_size, mode, res.multi_recv ? "multi" : "single");
+    return 0;
+}
+
+static int fab_connect(const unsigned char *served, char *err, size_t errlen)
+{
+    fab.peers = calloc((size_t)hashi_job.size, sizeof *fab.peers);
+    fab.owed_list = calloc((size_t)hashi_job.size, sizeof *fab.owed_list);
+    if (!fab.peers || !fab.owed_list) {
+        snprintf(err, errlen, "fabric transport: out of memory");
+        return -1;
+    }
+    for (int r = 0; r < hashi_job.size; r++) {
+        if (!served[r])
+            continue;
+        void *data = NULL;
+        size_t len = 0;
+        if (hashi_rt_get(r, FAB_ADDR_KEY, &data, &len) != 0) {
+            snprintf(err, errlen, "fabric transport: rank %d published no endpoint address", r);
+            return -1;
+        }
+        struct fab_blob blob;
+        memset(&blob, 0, sizeof blob);
+        memcpy(&blob, data, len < sizeof blob ? len : sizeof blob);
+        free(data);
+        if (len < offsetof(struct fab_blob, addr) || blob.magic != FAB_BLOB_MAGIC ||
+            blob.addrlen > len - offsetof(struct fab_blob, addr)) {
+            snprintf(err, errlen, "fabric transport: rank %d published a malformed endpoint address", r);
+            return -1;
+        }
+        if (blob.max_msg != fab.max_msg) {
+            snprintf(err, errlen, "fabric transport: rank %d sends blocks of up to %llu bytes but this rank "
+                     "receives %zu: give every rank the same device settings", r,
+                     (unsigned long long)blob.max_msg, fab.max_msg);
+            return -1;
+        }
+        struct fab_peer *p = &fab.peers[r];
+        if (fi_av_insert(fab.av, blob.addr, 1, &p->addr, 0, NULL) != 1) {
+            snprintf(err, errlen, "fabric transport: fi_av_insert of rank %d's address failed", r);
+            return -1;
+        }
+        p->credits = (int)blob.credits;
+        p->bell_raddr = blob.bell_raddr;
+        p->bell_key = blob.bell_key;
+        p->llcm_size = (size_t)blob.llcm_size;
+    }
+    fab.connected = 1;
+    /* Alone with no launcher to clean up after a crash: nobody else maps the
+     * region, so its name can go now. */
+    if (hashi_job.size == 1 && !hashi_job.job_dir[0] && hashi_fi_is_shm(fab.info))
+        hashi_fi_unlink_shm_name(fab.ep, "fabric transport");
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void close_fid(struct fid *fid)
+{
+    if (fid)
+        fi_close(fid);
+}
+
+static void free_queue(struct fab_queue *q)
+{
+    struct fab_op *op;
+    while ((op = queue_pop(q)))
+        if (op->kind == FAB_OP_RMA)
+            fab_rma_free((struct fab_rma *)op);
+}
+
+static void fab_finalize(void)
+{
+    /* Puts and gets the provider refused may still wait: peers may need them. */
+    if (fab.ep) {
+        double deadline = now_s() + 1.0;
+        while (fab.pending.head && now_s() < deadline)
+            fab_progress();
+    }
+    for (struct fab_parked *p = res.parked, *next; p; p = next) {
+        next = p->next;
+        free(p);
+    }
+    /* The endpoint first: then no buffer is in the provider's hands. */
+    if (fab.ep)
+        close_fid(&fab.ep->fid);
+    fab.ep = NULL;
+    free_queue(&fab.pending);
+    free_queue(&fab.done);
+    res.rx_pending.head = res.rx_pending.tail = NULL;
+    fab_mem_release(res.bell_mem);
+    fab_mem_release(res.rbuf_reg);
+    fab_mem_release(res.slab_mem);
+    if (fab.av) close_fid(&fab.av->fid);
+    if (fab.cq) close_fid(&fab.cq->fid);
+    if (fab.domain) close_fid(&fab.domain->fid);
+    if (fab.fabric) close_fid(&fab.fabric->fid);
+    if (fab.info_list) fi_freeinfo(fab.info_list);
+    if (fab.eagain)
+        HASHI_DEBUG(1, "fabric transport: the provider refused %lu operations for a while (queued, retried)",
+                    fab.eagain);
+    free(res.rbufs);
+    free(res.rbuf_mem);
+    free(res.slab);
+    free(res.scratch);
+    if (fab.credit_waits)
+        HASHI_DEBUG(1, "fabric transport: waited %lu times for a peer to credit messages back", fab.credit_waits);
+    for (int r = 0; fab.peers && r < hashi_job.size; r++) {
+        const struct fab_peer *p = &fab.peers[r];
+        if (p->n_sent || p->n_consumed)
+            HASHI_DEBUG(2, "fabric transport: rank %d: %llu messages sent, %llu credits back; %llu consumed, %llu "
+                        "credited", r, (unsigned long long)p->n_sent, (unsigned long long)p->n_cred_got,
+                        (unsigned long long)p->n_consumed, (unsigned long long)p->n_cred_sent);
+    }
+    free(fab.peers);
+    free(fab.owed_list);
+    memset(&res, 0, sizeof res);
+    memset(&fab, 0, sizeof fab);
+}
+
+const struct hashi_tl_ops hashi_tl_fabric_ops = {
+    .name = "fabric",
+    .id = HASHI_TL_FABRIC,
+    /* Puts and gets of any length: pieces of HASHI_FABRIC_MAX_RMA are cut here. */
+    .max_rma = SIZE_MAX,
+    .init = fab_init,
+    .connect = fab_connect,
+    .finalize = fab_finalize,
+    .progress = fab_progress,
+    .tiny_write = fab_tiny,
+    .block_alloc = fab_block_alloc,
+    .block_kick = fab_block_kick,
+    .notify = fab_notify,
+    .put = fab_put,
+    .get = fab_get,
+    .mem_reg = fab_mem_reg,
+    .mem_dereg = fab_mem_dereg,
+    .rkey_pack = fab_rkey_pack,
+};

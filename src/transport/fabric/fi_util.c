@@ -1,0 +1,85 @@
+/* Shared libfabric helpers (see fi_util.h). */
+#include "transport/fabric/fi_util.h"
+
+#include "runtime/log.h"
+#include "runtime/rt.h"
+
+#include <errno.h>
+#include <rdma/fi_cm.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int hashi_fi_is_shm(const struct fi_info *info)
+{
+    return strcmp(info->fabric_attr->prov_name, "shm") == 0;
+}
+
+struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local)
+{
+    if (getenv("FI_PROVIDER"))
+        return list;
+    if (peers_all_local) {
+        for (struct fi_info *i = list; i; i = i->next)
+            if (hashi_fi_is_shm(i))
+                return i;
+    }
+    for (struct fi_info *i = list; i; i = i->next)
+        if (!hashi_fi_is_shm(i))
+            return i;
+    return list;
+}
+
+void hashi_fi_unusable(char *err, size_t errlen, const char *who, const char *needs, int rc)
+{
+    const char *prov = getenv("FI_PROVIDER");
+    if (prov)
+        snprintf(err, errlen,
+                 "%s: FI_PROVIDER=%s offers no %s here (fi_getinfo: %s); `fi_info -l` lists the providers "
+                 "this machine has (unset FI_PROVIDER to let Hashi choose)",
+                 who, prov, needs, fi_strerror(-rc));
+    else
+        snprintf(err, errlen,
+                 "%s: no libfabric provider offers %s (fi_getinfo: %s); `fi_info -l` lists the providers "
+                 "this machine has",
+                 who, needs, fi_strerror(-rc));
+}
+
+int hashi_fi_name_shm_endpoint(struct fi_info *info, const char *tag, char *err, size_t errlen)
+{
+    char name[512];
+    const char *slash = strrchr(hashi_job.job_dir, '/');
+    int n;
+    if (hashi_job.job_dir[0] && slash && slash[1])
+        n = snprintf(name, sizeof name, "fi_shm://%s-%s-%d", slash + 1, tag, hashi_job.rank);
+    else
+        n = snprintf(name, sizeof name, "fi_shm://hashi-%u-%016llx-%s-%d-%d", (unsigned)getuid(),
+                     (unsigned long long)hashi_job.key, tag, hashi_job.rank, (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof name) {
+        snprintf(err, errlen, "the job directory name is too long for a shm endpoint name (%s)", tag);
+        return -1;
+    }
+    char *addr = strdup(name);
+    if (!addr) {
+        snprintf(err, errlen, "out of memory naming a shm endpoint (%s)", tag);
+        return -1;
+    }
+    free(info->src_addr);
+    info->src_addr = addr;
+    info->src_addrlen = (size_t)n + 1;
+    return 0;
+}
+
+void hashi_fi_unlink_shm_name(struct fid_ep *ep, const char *who)
+{
+    char addr[256];
+    size_t len = sizeof addr - 1;
+    if (fi_getname(&ep->fid, addr, &len) != 0)
+        return;
+    addr[len < sizeof addr ? len : sizeof addr - 1] = '\0';
+    const char *name = strncmp(addr, "fi_shm://", 9) == 0 ? addr + 9 : addr;
+    if (shm_unlink(name) != 0)
+        HASHI_DEBUG(1, "%s: removing the name of shm region %s failed: %s", who, name, strerror(errno));
+}

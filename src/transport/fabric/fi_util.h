@@ -1,0 +1,45 @@
+/*
+ * Pieces every libfabric user in Hashi needs the same way (the ofi device,
+ * the fabric transport): which provider entry to take, the one-line error
+ * when a provider cannot serve, and naming shm regions so nothing outlives
+ * the job.
+ */
+#ifndef HASHI_TRANSPORT_FI_UTIL_H
+#define HASHI_TRANSPORT_FI_UTIL_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <stddef.h>
+
+int hashi_fi_is_shm(const struct fi_info *info);
+
+/*
+ * Take an entry of fi_getinfo's list. FI_PROVIDER set: libfabric already
+ * kept only those providers, the first wins. Unset: when every peer to reach
+ * shares the node prefer shm (it is the fastest there), else the first
+ * provider that is not shm (shm cannot leave the node).
+ */
+struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local);
+
+/*
+ * The one line a user sees when no provider offers what `who` needs
+ * (rc: fi_getinfo's result): names FI_PROVIDER if set and points at
+ * `fi_info -l`.
+ */
+void hashi_fi_unusable(char *err, size_t errlen, const char *who, const char *needs, int rc);
+
+/*
+ * shm names its shared region after the endpoint's source address,
+ * "<pid>:0:0" by default: a rank killed before closing leaves the file in
+ * /dev/shm and a later process with that pid fails fi_enable with EBUSY.
+ * This names it "<job dir basename>-<tag>-<rank>", which mpirun and its
+ * reaper remove with the job however it ends; without a launcher the name
+ * carries the uid, job key and pid. Call before fi_endpoint on an shm entry
+ * whose addr_format is FI_ADDR_STR. 0, or -1 with err.
+ */
+int hashi_fi_name_shm_endpoint(struct fi_info *info, const char *tag, char *err, size_t errlen);
+
+/* Remove the name of the endpoint's shm region (once every peer mapped it). */
+void hashi_fi_unlink_shm_name(struct fid_ep *ep, const char *who);
+
+#endif

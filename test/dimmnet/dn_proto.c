@@ -1,0 +1,307 @@
+/*
+ * DIMMnet protocol paths, each forced by the test list's parameters
+ * (docs/dimmnet.md). Every mode checks data byte for byte and status fields;
+ * the list also checks the device's path counters (HASHI_DIMMNET_STATS) so a
+ * path that silently stopped being taken fails.
+ *
+ *   eager COUNT SIZE     rank 0 sends COUNT standard messages of SIZE bytes to
+ *                        rank 1, then a token on another tag; rank 1 receives
+ *                        the token first (so every eager send completed
+ *                        without rank 1), then the data in order
+ *   handshake            receive-first and send-first at every size class, with
+ *                        Send and Ssend, between rank 0 and the last rank
+ *   flood COUNT          every rank but 0 sends COUNT messages of mixed sizes to
+ *                        rank 0, which takes half with pre-posted ANY_SOURCE /
+ *                        ANY_TAG receives and half as they come; per-source
+ *                        order and contents checked
+ *   barrier COUNT        COUNT barriers, a different rank late each time; no
+ *                        rank may leave before the late one entered
+ *   foreign              rank 1 runs with a foreign process-group id and sends
+ *                        to rank 0, which must reject it (the list expects the
+ *                        report and a failed job)
+ */
+#include "../util/check.h"
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int rank, size;
+
+static unsigned char pattern(int src, int idx, size_t i)
+{
+    return (unsigned char)(src * 31 + idx * 7 + (int)(i * 13) + (int)(i >> 8));
+}
+
+static void fill(unsigned char *buf, size_t n, int src, int idx)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pattern(src, idx, i);
+}
+
+static void verify(const unsigned char *buf, size_t n, int src, int idx, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK(buf[i] == pattern(src, idx, i), "%s: message %d from rank %d, byte %zu of %zu is %u, expected %u", what,
+              idx, src, i, n, buf[i], pattern(src, idx, i));
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void check_status(const MPI_Status *st, int src, int tag, size_t bytes)
+{
+    MPI_Count n;
+    CHECK(st->MPI_SOURCE == src, "status source %d, expected %d", st->MPI_SOURCE, src);
+    CHECK(st->MPI_TAG == tag, "status tag %d, expected %d", st->MPI_TAG, tag);
+    CHECK_MPI(MPI_Get_count_c(st, MPI_BYTE, &n));
+    CHECK(n == (MPI_Count)bytes, "received %lld bytes, expected %zu", (long long)n, bytes);
+}
+
+static void mode_eager(int count, size_t bytes)
+{
+    CHECK(size >= 2, "eager needs 2 ranks");
+    unsigned char *buf = malloc(bytes ? bytes : 1);
+    CHECK(buf, "out of memory");
+    int token = 0;
+    if (rank == 0) {
+        for (int i = 0; i < count; i++) {
+            fill(buf, bytes, 0, i);
+            CHECK_MPI(MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD));
+        }
+        token = count;
+        CHECK_MPI(MPI_Send(&token, 1, MPI_INT, 1, 2, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        MPI_Status st;
+        CHECK_MPI(MPI_Recv(&token, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, &st));
+        CHECK(token == count, "token %d, expected %d", token, count);
+        for (int i = 0; i < count; i++) {
+            memset(buf, 0xee, bytes);
+            CHECK_MPI(MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &st));
+            check_status(&st, 0, 1, bytes);
+            verify(buf, bytes, 0, i, "eager");
+        }
+    }
+    free(buf);
+}
+
+/* Sizes around every threshold of the default parameters and of the list's
+ * shrunken ones (BOTF 464, PUSH_MIN, EAGER_MAX, receive buffer size). */
+static const size_t class_sizes[] = { 0, 1, 8, 100, 464, 465, 1000, 2048, 4095, 4096, 4097, 8191, 8192, 8193,
+                                      16384, 65536 + 3, 1048576 + 5 };
+#define NCLASSES (sizeof class_sizes / sizeof *class_sizes)
+
+static void mode_handshake(void)
+{
+    int peer = size - 1;  /* rank 0 sends, the last rank receives; others only meet in the barriers */
+    size_t maxb = class_sizes[NCLASSES - 1];
+    unsigned char *buf = malloc(maxb);
+    CHECK(buf, "out of memory");
+    int idx = 0;
+    for (int sync = 0; sync < 2; sync++) {
+        for (int recv_first = 0; recv_first < 2; recv_first++) {
+            for (size_t c = 0; c < NCLASSES; c++, idx++) {
+                size_t n = class_sizes[c];
+                int tag = 100 + idx;
+                MPI_Status st;
+                if (rank == 0) {
+                    fill(buf, n, 0, idx);
+                    MPI_Request rq;
+                    if (recv_first) {
+                        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                        if (sync)
+                            CHECK_MPI(MPI_Ssend(buf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+                        else
+                            CHECK_MPI(MPI_Send(buf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+                    } else {
+                        if (sync)
+                            CHECK_MPI(MPI_Issend(buf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq));
+                        else
+                            CHECK_MPI(MPI_Isend(buf, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq));
+                        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                        CHECK_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+                    }
+                } else if (rank == peer) {
+                    memset(buf, 0xee, n + 1 < maxb ? n + 1 : maxb);
+                    if (recv_first) {
+                        /* Posted before the sender starts: the receive comes first. */
+                        MPI_Request rq;
+                        CHECK_MPI(MPI_Irecv(buf, (int)n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &rq));
+                        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                        CHECK_MPI(MPI_Wait(&rq, &st));
+                    } else {
+                        /* The announcement waits unexpected before the receive is posted. */
+                        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                        CHECK_MPI(MPI_Probe(0, tag, MPI_COMM_WORLD, &st));
+                        check_status(&st, 0, tag, n);
+                        CHECK_MPI(MPI_Recv(buf, (int)n, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &st));
+                    }
+                    check_status(&st, 0, tag, n);
+                    verify(buf, n, 0, idx, recv_first ? "receive-first" : "send-first");
+                    if (n + 1 < maxb)
+                        CHECK(buf[n] == 0xee, "a %zu-byte message wrote past its end", n);
+                } else {
+                    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+                }
+            }
+        }
+    }
+    free(buf);
+}
+
+static const size_t flood_sizes[] = { 8, 300, 464, 2000, 6000, 8192, 20000, 0, 100000 };
+#define NFLOOD (sizeof flood_sizes / sizeof *flood_sizes)
+
+static size_t flood_size(int src, int idx)
+{
+    return flood_sizes[(size_t)(idx + src) % NFLOOD];
+}
+
+static void mode_flood(int count)
+{
+    size_t maxb = 100000;
+    if (rank != 0) {
+        MPI_Request *rq = malloc(sizeof *rq * (size_t)count);
+        unsigned char **bufs = malloc(sizeof *bufs * (size_t)count);
+        CHECK(rq && bufs, "out of memory");
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        for (int i = 0; i < count; i++) {
+            size_t n = flood_size(rank, i);
+            bufs[i] = malloc(n ? n : 1);
+            CHECK(bufs[i], "out of memory");
+            fill(bufs[i], n, rank, i);
+            CHECK_MPI(MPI_Isend(bufs[i], (int)n, MPI_BYTE, 0, i, MPI_COMM_WORLD, &rq[i]));
+        }
+        CHECK_MPI(MPI_Waitall(count, rq, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < count; i++)
+            free(bufs[i]);
+        free(bufs);
+        free(rq);
+        return;
+    }
+    int total = count * (size - 1);
+    int early = total / 2;
+    int *next = calloc((size_t)size, sizeof *next);
+    unsigned char *bufs = malloc(maxb * (size_t)(early ? early : 1));
+    unsigned char *late = malloc(maxb);
+    MPI_Request *rq = malloc(sizeof *rq * (size_t)(early ? early : 1));
+    CHECK(next && bufs && late && rq, "out of memory");
+    /* Half the receives wait before any message exists (receive-first for
+     * the large ones), the rest arrive unexpected (send-first). */
+    for (int i = 0; i < early; i++)
+        CHECK_MPI(MPI_Irecv(bufs + maxb * (size_t)i, (int)maxb, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+                            &rq[i]));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < total; i++) {
+        MPI_Status st;
+        unsigned char *b;
+        if (i < early) {
+            CHECK_MPI(MPI_Wait(&rq[i], &st));
+            b = bufs + maxb * (size_t)i;
+        } else {
+            CHECK_MPI(MPI_Recv(late, (int)maxb, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            b = late;
+        }
+        int src = st.MPI_SOURCE;
+        CHECK(src > 0 && src < size, "message from impossible source %d", src);
+        int idx = next[src]++;
+        CHECK(st.MPI_TAG == idx, "rank %d's message %d arrived as number %d (order broken)", src, st.MPI_TAG, idx);
+        check_status(&st, src, idx, flood_size(src, idx));
+        verify(b, flood_size(src, idx), src, idx, "flood");
+    }
+    for (int s = 1; s < size; s++)
+        CHECK(next[s] == count, "got %d of rank %d's %d messages", next[s], s, count);
+    free(next);
+    free(bufs);
+    free(late);
+    free(rq);
+}
+
+static void mode_barrier(int count)
+{
+    /* One node: CLOCK_MONOTONIC is shared, so entry and exit times compare. */
+    double *enter = malloc(sizeof(double) * (size_t)count);
+    CHECK(enter, "out of memory");
+    for (int i = 0; i < count; i++) {
+        int late = i % size;
+        if (rank == late)
+            usleep(i % 3 == 0 ? 2000 : 200);
+        enter[i] = now();
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        double left = now();
+        /* Tell everyone when the late rank entered, after the fact. */
+        double t = enter[i];
+        if (rank == late) {
+            for (int r = 0; r < size; r++)
+                if (r != rank)
+                    CHECK_MPI(MPI_Send(&t, 1, MPI_DOUBLE, r, 7, MPI_COMM_WORLD));
+        } else {
+            CHECK_MPI(MPI_Recv(&t, 1, MPI_DOUBLE, late, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(left >= t, "barrier %d: left at %.9f before rank %d entered at %.9f", i, left, late, t);
+        }
+    }
+    free(enter);
+}
+
+static void mode_foreign(void)
+{
+    int v = 42;
+    if (rank == 1) {
+        CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD));
+        sleep(5);  /* rank 0's rejection ends the job before this */
+    } else if (rank == 0) {
+        MPI_Request rq;
+        int flag = 0;
+        CHECK_MPI(MPI_Irecv(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, &rq));
+        double until = now() + 5;
+        while (!flag && now() < until)
+            CHECK_MPI(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag, "a message from a foreign process group was accepted");
+    }
+    CHECK(0, "the foreign write was not rejected");
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc >= 2, "usage: dn_proto MODE [ARGS]");
+    const char *mode = argv[1];
+    /* The foreign-writer test gives rank 1 another process-group id before
+     * MPI_Init reads its parameters (PMIX_RANK is set by the launcher). */
+    if (strcmp(mode, "foreign") == 0) {
+        const char *r = getenv("PMIX_RANK");
+        if (r && atoi(r) == 1)
+            setenv("HASHI_DIMMNET_PGID", "305419896", 1);
+    }
+    CHECK_MPI(MPI_Init(&argc, &argv));
+    CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (strcmp(mode, "eager") == 0) {
+        CHECK(argc == 4, "eager COUNT SIZE");
+        mode_eager(atoi(argv[2]), (size_t)atol(argv[3]));
+    } else if (strcmp(mode, "handshake") == 0) {
+        mode_handshake();
+    } else if (strcmp(mode, "flood") == 0) {
+        CHECK(argc == 3, "flood COUNT");
+        mode_flood(atoi(argv[2]));
+    } else if (strcmp(mode, "barrier") == 0) {
+        CHECK(argc == 3, "barrier COUNT");
+        mode_barrier(atoi(argv[2]));
+    } else if (strcmp(mode, "foreign") == 0) {
+        mode_foreign();
+    } else {
+        CHECK(0, "unknown mode %s", mode);
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    printf("rank %d of %d ok\n", rank, size);
+    fflush(stdout);
+    CHECK_MPI(MPI_Finalize());
+    return 0;
+}

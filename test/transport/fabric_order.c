@@ -1,0 +1,313 @@
+/*
+ * The fabric transport's ordering across kinds of traffic (src/transport/
+ * fabric, docs/transport.md "fabric"): each rank sends its right neighbour,
+ * round after round,
+ *     block k, tiny write A = k (40-bit value: travels in CQ data),
+ *     put with signal C = k (CQ data on odd rounds, a wide value on even),
+ *     tiny write B = k | 2^63 (wide: travels as a message), notify k
+ * and the neighbour checks, in its handlers, that each arrival finds exactly
+ * the earlier items of the round in its LLCM and none of the later ones.
+ * The block handler answers each block with a notification (k | ECHO): a
+ * handler's send that must wait for room while arrivals keep coming.
+ * Run with few credits, single receives and forced local registration too.
+ *
+ *   fabric_order          the check above; prints "rank R of S ok"
+ *   fabric_order badprov  (singleton, FI_PROVIDER naming no provider) init
+ *                         fails with one line naming FI_PROVIDER
+ *   fabric_order bench    (2 ranks) PUSH and PULL bandwidth by size, best and
+ *                         median of 5 (figures for docs/transport.md)
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
+#include "transport/transport.h"
+
+#define LLCM_SIZE 4096
+#define BLOCK_MAX 256
+#define ROUNDS 3000
+#define OFF_A 0
+#define OFF_B 8
+#define OFF_C 16
+#define WIDE (1ull << 63)
+#define ECHO (1ull << 62)
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "fabric_order: rank %d: FAIL: ", hashi_job.rank);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+#define CHECK(cond, ...) do { if (!(cond)) fail(__VA_ARGS__); } while (0)
+
+static char err[2048];
+static int me, np, right, left;
+static uint64_t blocks_seen, notes_seen;   /* from the left neighbour */
+static uint64_t echoes_seen;               /* answers from the right neighbour */
+static struct hashi_tl_rkey right_rkey;
+static int have_rkey;
+static int puts_done;
+
+static uint64_t llcm(uint64_t off)
+{
+    return __atomic_load_n((uint64_t *)((char *)hashi_transport_llcm() + off), __ATOMIC_ACQUIRE);
+}
+
+static uint64_t sig_value(uint64_t k)
+{
+    return k % 2 ? k : k | WIDE;
+}
+
+/* What the LLCM holds once round k is complete (k = 0: nothing yet). */
+static void expect_after(uint64_t k, const char *when)
+{
+    uint64_t a = llcm(OFF_A), b = llcm(OFF_B), c = llcm(OFF_C);
+    CHECK(a == k, "%s: tiny write A is %" PRIu64 ", expected %" PRIu64, when, a, k);
+    CHECK(c == (k ? sig_value(k) : 0), "%s: put signal C is %#" PRIx64 ", expected %#" PRIx64, when, c,
+          k ? sig_value(k) : 0);
+    uint64_t wb = k ? k | WIDE : 0;
+    CHECK(b == wb, "%s: wide tiny write B is %#" PRIx64 ", expected %#" PRIx64, when, b, wb);
+}
+
+static void on_block(void *ctx, int src, const void *msg, size_t len)
+{
+    (void)ctx;
+    if (len == sizeof(struct hashi_tl_rkey)) {
+        memcpy(&right_rkey, msg, sizeof right_rkey);
+        have_rkey = 1;
+        return;
+    }
+    CHECK(src == left && len == sizeof(uint64_t), "block of %zu bytes from %d", len, src);
+    uint64_t k;
+    memcpy(&k, msg, sizeof k);
+    CHECK(k == blocks_seen + 1, "block %" PRIu64 " after %" PRIu64, k, blocks_seen);
+    CHECK(notes_seen == k - 1, "block %" PRIu64 " before notification %" PRIu64, k, k - 1);
+    /* Round k - 1 complete, nothing of round k yet. */
+    char when[64];
+    snprintf(when, sizeof when, "at block %" PRIu64, k);
+    expect_after(k - 1, when);
+    blocks_seen = k;
+    int rc = hashi_tl(src)->notify(src, k | ECHO);
+    CHECK(rc == 0, "answering block %" PRIu64 ": %d", k, rc);
+}
+
+static void on_notify(void *ctx, int src, uint64_t value)
+{
+    (void)ctx;
+    if (value & ECHO) {
+        CHECK(src == right && value == ((echoes_seen + 1) | ECHO), "answer %#" PRIx64 " from %d after %" PRIu64,
+              value, src, echoes_seen);
+        echoes_seen++;
+        return;
+    }
+    CHECK(src == left && value == blocks_seen && value == notes_seen + 1,
+          "notification %" PRIu64 " from %d (blocks %" PRIu64 ", notifications %" PRIu64 ")", value, src,
+          blocks_seen, notes_seen);
+    char when[64];
+    snprintf(when, sizeof when, "at notification %" PRIu64, value);
+    expect_after(value, when);
+    notes_seen = value;
+}
+
+static int poll_once(void)
+{
+    return hashi_transport_progress();
+}
+
+static void put_done(void *arg, int status)
+{
+    CHECK(status == 0, "put completed with %d", status);
+    (*(int *)arg)++;
+}
+
+static void setup(void)
+{
+    CHECK(hashi_params_load(err, sizeof err) == 0, "%s", err);
+    hashi_log_level = (int)hashi_param_int(HASHI_P_VERBOSE);
+    CHECK(hashi_rt_init(err, sizeof err) == 0, "%s", err);
+    hashi_log_set_rank(hashi_job.rank);
+    me = hashi_job.rank;
+    np = hashi_job.size;
+    right = (me + 1) % np;
+    left = (me + np - 1) % np;
+    struct hashi_tl_config cfg = { .llcm_size = LLCM_SIZE, .block_max = BLOCK_MAX, .on_block = on_block,
+                                   .on_notify = on_notify };
+    CHECK(hashi_transport_init(&cfg, err, sizeof err) == 0, "transport init: %s", err);
+    CHECK(hashi_wake_create(err, sizeof err) == 0, "%s", err);
+    CHECK(hashi_rt_exchange(err, sizeof err) == 0, "%s", err);
+    CHECK(hashi_wake_attach(err, sizeof err) == 0, "%s", err);
+    CHECK(hashi_transport_connect(err, sizeof err) == 0, "transport connect: %s", err);
+    CHECK(hashi_rt_fence(err, sizeof err) == 0, "%s", err);
+    if (hashi_wake_needs_unlink())
+        hashi_wake_unlink();
+}
+
+static int badprov(void)
+{
+    CHECK(hashi_params_load(err, sizeof err) == 0, "%s", err);
+    CHECK(hashi_rt_init(err, sizeof err) == 0, "%s", err);
+    struct hashi_tl_config cfg = { .llcm_size = LLCM_SIZE, .block_max = BLOCK_MAX, .on_block = on_block,
+                                   .on_notify = on_notify };
+    CHECK(hashi_transport_init(&cfg, err, sizeof err) != 0, "transport init succeeded with FI_PROVIDER=%s",
+          getenv("FI_PROVIDER"));
+    CHECK(!strchr(err, '\n'), "the error takes more than one line: %s", err);
+    printf("%s\n", err);
+    hashi_transport_finalize();
+    hashi_rt_finalize();
+    printf("badprov ok\n");
+    return 0;
+}
+
+static void send_ok(int rc, const char *what)
+{
+    CHECK(rc == 0, "%s to %d failed: %s", what, right, strerror(-rc));
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Rank 0 puts to / gets from rank 1's registered buffer, one operation at a time. */
+static void bench(void)
+{
+    CHECK(np == 2, "bench runs on 2 ranks");
+    size_t maxlen = 16u << 20;
+    unsigned char *local = aligned_alloc(4096, maxlen), *remote = aligned_alloc(4096, maxlen);
+    CHECK(local && remote, "out of memory");
+    memset(local, 1, maxlen);
+    memset(remote, 2, maxlen);
+    struct hashi_tl_mem lmem, rmem;
+    CHECK(hashi_transport_mem_reg(local, maxlen, &lmem) == 0 && hashi_transport_mem_reg(remote, maxlen, &rmem) == 0,
+          "mem_reg");
+    struct hashi_tl_rkey key;
+    hashi_transport_rkey(&rmem, left, &key);
+    int rc;
+    while ((rc = hashi_tl_block_send(left, &key, sizeof key, NULL, 0)) == -EAGAIN)
+        hashi_transport_progress();
+    while (!have_rkey)
+        hashi_transport_wait(poll_once, 1000);
+    if (me == 0)
+        printf("%10s %12s %12s %12s %12s\n", "bytes", "PUSH best", "median", "PULL best", "median");
+    uint64_t round = 0;
+    for (size_t len = 64; len <= maxlen; len *= 4) {
+        int n = len < 65536 ? 2000 : (int)((64u << 20) / len) + 4;
+        double bw[2][5];
+        for (int kind = 0; kind < 2; kind++) {
+            for (int rep = 0; rep < 5; rep++) {
+                round++;
+                CHECK(hashi_rt_fence(err, sizeof err) == 0, "%s", err);
+                double t0 = now();
+                if (me == 0) {
+                    for (int i = 0; i < n; i++) {
+                        int before = puts_done;
+                        rc = kind == 0 ? hashi_tl(1)->put(1, local, len, &lmem, &right_rkey, 0, NULL, put_done,
+                                                          &puts_done)
+                                       : hashi_tl(1)->get(1, local, len, &lmem, &right_rkey, 0, put_done, &puts_done);
+                        CHECK(rc == 0, "%s of %zu bytes: %d", kind ? "get" : "put", len, rc);
+                        while (puts_done == before)
+                            hashi_transport_progress();
+                    }
+                    send_ok(hashi_tl(1)->tiny_write(1, OFF_A, round, 8), "tiny write");
+                } else {
+                    /* The target progresses: tcp moves RMA data only then. */
+                    while (llcm(OFF_A) != round)
+                        hashi_transport_progress();
+                }
+                bw[kind][rep] = (double)len * n / (now() - t0) / 1e9;
+            }
+            qsort(bw[kind], 5, sizeof(double), cmp_double);
+        }
+        if (me == 0)
+            printf("%10zu %12.2f %12.2f %12.2f %12.2f\n", len, bw[0][4], bw[0][2], bw[1][4], bw[1][2]);
+    }
+    CHECK(hashi_rt_fence(err, sizeof err) == 0, "%s", err);
+    hashi_transport_mem_dereg(&lmem);
+    hashi_transport_mem_dereg(&rmem);
+    free(local);
+    free(remote);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "badprov"))
+        return badprov();
+    setup();
+    if (argc > 1 && !strcmp(argv[1], "bench")) {
+        bench();
+        hashi_transport_finalize();
+        hashi_wake_detach();
+        hashi_rt_finalize();
+        return 0;
+    }
+    CHECK(hashi_tl(right)->id == HASHI_TL_FABRIC, "rank %d is not reached through the fabric transport", right);
+
+    /* The neighbour's put target: a registered word array. */
+    static uint64_t inbox[64];
+    struct hashi_tl_mem mem;
+    CHECK(hashi_transport_mem_reg(inbox, sizeof inbox, &mem) == 0, "mem_reg");
+    struct hashi_tl_rkey key;
+    hashi_transport_rkey(&mem, left, &key);
+    int rc;
+    while ((rc = hashi_tl_block_send(left, &key, sizeof key, NULL, 0)) == -EAGAIN)
+        hashi_transport_progress();
+    send_ok(rc, "rkey block");
+    while (!have_rkey)
+        hashi_transport_wait(poll_once, 1000);
+
+    static uint64_t source[64];
+    int puts_started = 0;
+    for (uint64_t k = 1; k <= ROUNDS; k++) {
+        while ((rc = hashi_tl_block_send(right, &k, sizeof k, NULL, 0)) == -EAGAIN)
+            hashi_transport_progress();
+        send_ok(rc, "block");
+        send_ok(hashi_tl(right)->tiny_write(right, OFF_A, k, 8), "tiny write A");
+        source[k % 64] = k;
+        struct hashi_tl_signal sig = { OFF_C, sig_value(k), 8 };
+        send_ok(hashi_tl(right)->put(right, &source[k % 64], 8, NULL, &right_rkey, (k % 64) * 8, &sig, put_done,
+                                     &puts_done), "put");
+        puts_started++;
+        send_ok(hashi_tl(right)->tiny_write(right, OFF_B, k | WIDE, 8), "tiny write B");
+        send_ok(hashi_tl(right)->notify(right, k), "notify");
+        /* Keep at most 32 puts in flight: their source words are reused. */
+        while (puts_started - puts_done >= 32)
+            hashi_transport_progress();
+        if (k % 8 == 0)
+            hashi_transport_progress();
+    }
+    while (notes_seen < ROUNDS || echoes_seen < ROUNDS || puts_done < puts_started)
+        hashi_transport_wait(poll_once, 1000);
+    /* The last puts' data is in the inbox. */
+    for (uint64_t k = ROUNDS - 63; k <= ROUNDS; k++)
+        CHECK(__atomic_load_n(&inbox[k % 64], __ATOMIC_ACQUIRE) == k, "inbox word %" PRIu64 " is %" PRIu64,
+              k % 64, inbox[k % 64]);
+    CHECK(hashi_rt_fence(err, sizeof err) == 0, "%s", err);
+    hashi_transport_mem_dereg(&mem);
+    hashi_transport_finalize();
+    hashi_wake_detach();
+    hashi_rt_finalize();
+    printf("rank %d of %d ok\n", me, np);
+    return 0;
+}
