@@ -418,7 +418,7 @@ static void print_build(const struct options *opt)
     emit_choices("device", "Devices", HASHI_P_DEVICE);
     emit_choices("transport", "Transports", HASHI_P_TRANSPORT);
     emit_selection("device", "Default device", HASHI_P_DEVICE);
-    emit("device:auto", "auto picks", "%s", hashi_device_auto_policy);
+    emit("device_auto", "auto picks", "%s", hashi_device_auto_policy);
     emit_selection("transport", "Default transport", HASHI_P_TRANSPORT);
     if (opt->all) {
         size_t missing = 0;
