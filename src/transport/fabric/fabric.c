@@ -86,6 +86,12 @@ static struct {
     int multi_recv;
     struct fab_queue rx_pending;
     struct fab_parked *parked, *parked_tail;
+    /* The entries of the last fi_cq_read, handled in order from next on. Kept
+     * here, not on poll_cq's stack: a handler waiting for room polls again,
+     * and that nested poll must see (credit returns) and park the rest of
+     * the batch before it reads newer entries. */
+    struct fi_cq_data_entry batch[CQ_BATCH];
+    size_t batch_next, batch_len;
     struct fab_rbuf *busy;          /* a handler is reading a message in this buffer */
     int busy_released;              /* ... which the provider handed back meanwhile */
     struct fab_mem *bell_mem;
@@ -452,51 +458,47 @@ static void error_completion(const struct fi_cq_err_entry *e)
 
 /*
  * Read the CQ: a few batches at most, so one call cannot starve its caller.
- * When a handler run for entry i parks later arrivals (its send waited for
- * room), the rest of this batch is older than those: it goes in front.
+ * Entries are taken from res.batch one at a time, so a handler that waits
+ * for room (backoff) and polls again continues this very batch first: a
+ * credit return already read from the CQ but still waiting behind the
+ * running handler would otherwise never reach the waiting sender (the
+ * dimmnet flood hang on tcp), and newer arrivals park behind the rest of
+ * the batch, in CQ order.
  */
 static int poll_cq(int handle)
 {
     int events = 0;
-    struct fi_cq_data_entry ents[CQ_BATCH];
     for (int round = 0; round < 4; round++) {
-        ssize_t n = fi_cq_read(fab.cq, ents, CQ_BATCH);
-        if (n > 0) {
-            int had_parked = res.parked != NULL;    /* then everything here simply queues behind */
-            for (ssize_t i = 0; i < n; i++) {
-                if (handle && !had_parked && res.parked) {
-                    /* Park ents[i..] ahead of what the handlers parked. */
-                    struct fab_parked *later = res.parked, *later_tail = res.parked_tail;
-                    res.parked = res.parked_tail = NULL;
-                    for (ssize_t j = i; j < n; j++)
-                        completion(&ents[j], 0);
-                    if (res.parked_tail)
-                        res.parked_tail->next = later;
-                    else
-                        res.parked = later;
-                    res.parked_tail = later_tail;
+        int fresh = res.batch_next == res.batch_len;
+        if (fresh) {
+            ssize_t n = fi_cq_read(fab.cq, res.batch, CQ_BATCH);
+            if (n == -FI_EAGAIN)
+                break;
+            if (n == -FI_EAVAIL) {
+                struct fi_cq_err_entry e;
+                memset(&e, 0, sizeof e);
+                if (fi_cq_readerr(fab.cq, &e, 0) != 1)
                     break;
-                }
-                completion(&ents[i], handle);
+                error_completion(&e);
+                events++;
+                continue;
             }
-            events += (int)n;
-            if (n < CQ_BATCH)
+            if (n < 0) {
+                warn("fi_cq_read", n);
                 break;
-            continue;
+            }
+            res.batch_next = 0;
+            res.batch_len = (size_t)n;
         }
-        if (n == -FI_EAGAIN)
-            break;
-        if (n == -FI_EAVAIL) {
-            struct fi_cq_err_entry e;
-            memset(&e, 0, sizeof e);
-            if (fi_cq_readerr(fab.cq, &e, 0) != 1)
-                break;
-            error_completion(&e);
-            events++;
-            continue;
+        size_t got = res.batch_len - res.batch_next;
+        while (res.batch_next < res.batch_len) {
+            /* Copied and counted first: a handler may poll (and refill) the batch. */
+            struct fi_cq_data_entry e = res.batch[res.batch_next++];
+            completion(&e, handle);
         }
-        warn("fi_cq_read", n);
-        break;
+        events += (int)got;
+        if (fresh && got < CQ_BATCH)
+            break;      /* the CQ is drained */
     }
     return events;
 }
