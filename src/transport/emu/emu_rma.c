@@ -124,6 +124,8 @@ void hashi_emu_rma_probe_cma(void)
         ssize_t n = process_vm_readv(p->pid, &l, 1, &r, 1, 0);
         if (n == (ssize_t)sizeof magic && magic == EMU_MAGIC)
             p->cma = 1;
+        else if (n < 0 && errno == ESRCH)
+            continue;   /* the peer already exited: the launcher ends the job, nothing to warn about */
         else
             cma_disable(p, n < 0 ? cma_reason(errno) : "the probe read wrong data");
     }
