@@ -129,6 +129,20 @@ static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t conte
     return c;
 }
 
+struct MPI_ABI_Comm *hashi_comm_arg(const char *func, MPI_Comm comm, int *rc)
+{
+    struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
+    if (!c) {
+        if (comm == MPI_COMM_NULL)
+            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+        else
+            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "%p is not a communicator", (void *)comm);
+        return NULL;
+    }
+    *rc = MPI_SUCCESS;
+    return c;
+}
+
 int hashi_err_invalid_comm(const char *func, MPI_Comm h, const char *argname)
 {
     return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,

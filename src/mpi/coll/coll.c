@@ -4,22 +4,9 @@
  * a built schedule runs (blocking) or becomes a request.
  */
 #include "mpi/coll/coll.h"
+#include "mpi/comm.h"
 
 #include <stdint.h>
-
-static struct MPI_ABI_Comm *check_comm(const char *func, MPI_Comm comm, int *rc)
-{
-    struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
-    if (!c) {
-        if (comm == MPI_COMM_NULL)
-            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-        else
-            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "%p is not a communicator", (void *)comm);
-        return NULL;
-    }
-    *rc = MPI_SUCCESS;
-    return c;
-}
 
 struct MPI_ABI_Comm *hashi_coll_call_comm(const struct hashi_coll_call *call, MPI_Comm comm, int *rc)
 {
@@ -27,7 +14,7 @@ struct MPI_ABI_Comm *hashi_coll_call_comm(const struct hashi_coll_call *call, MP
         *rc = hashi_err_not_initialized(call->func);
         return NULL;
     }
-    struct MPI_ABI_Comm *c = check_comm(call->func, comm, rc);
+    struct MPI_ABI_Comm *c = hashi_comm_arg(call->func, comm, rc);
     if (c && call->mode != HASHI_COLL_BLOCKING && !call->request) {
         *rc = hashi_err_comm(call->func, comm, MPI_ERR_ARG, "the request pointer is NULL");
         return NULL;

@@ -452,7 +452,7 @@ int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
     const char *func = "MPI_Comm_attach_buffer";
     HASHI_CHECK_INITIALIZED(func);
     int rc;
-    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
     if (!c)
         return rc;
     if ((rc = attach_args(func, comm, buffer, size)) != MPI_SUCCESS)
@@ -491,7 +491,7 @@ static void comm_buffer_remove(struct hashi_comm_buffer **slot, void *buffer_add
 static int comm_detach(const char *func, MPI_Comm comm, void *buffer_addr, MPI_Count *size)
 {
     int rc;
-    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
     if (!c)
         return rc;
     if (!buffer_addr || !size)
@@ -524,7 +524,7 @@ int hashi_impl_Comm_flush_buffer(MPI_Comm comm)
     const char *func = "MPI_Comm_flush_buffer";
     HASHI_CHECK_INITIALIZED(func);
     int rc;
-    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
     if (!c)
         return rc;
     struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
@@ -538,7 +538,7 @@ int hashi_impl_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
     const char *func = "MPI_Comm_iflush_buffer";
     HASHI_CHECK_INITIALIZED(func);
     int rc;
-    struct MPI_ABI_Comm *c = p2p_check_comm(func, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
     if (!c)
         return rc;
     struct hashi_comm_buffer *cb = *comm_buffer_slot(c);

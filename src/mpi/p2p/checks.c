@@ -7,20 +7,6 @@
  */
 #include "mpi/p2p/p2p_impl.h"
 
-struct MPI_ABI_Comm *p2p_check_comm(const char *func, MPI_Comm comm, int *err)
-{
-    struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
-    if (!c) {
-        if (comm == MPI_COMM_NULL)
-            *err = hashi_err_comm(func, comm, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-        else
-            *err = hashi_err_comm(func, comm, MPI_ERR_COMM, "%p is not a communicator", (void *)comm);
-        return NULL;
-    }
-    *err = MPI_SUCCESS;
-    return c;
-}
-
 int p2p_check_count(const char *func, MPI_Comm comm, MPI_Count count)
 {
     if (count < 0)
@@ -78,7 +64,7 @@ int p2p_check_args(const char *func, const void *buf, MPI_Count count, MPI_Datat
                    int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t)
 {
     int rc;
-    if (!(*c = p2p_check_comm(func, comm, &rc)))
+    if (!(*c = hashi_comm_arg(func, comm, &rc)))
         return rc;
     if ((rc = p2p_check_count(func, comm, count)) != MPI_SUCCESS)
         return rc;

@@ -87,7 +87,6 @@ extern struct hashi_p2p_state hashi_p2p;
 /* ---- argument checks: MPI_SUCCESS or the raised error ---- */
 
 /* The communicator object, or NULL after raising MPI_ERR_COMM. */
-struct MPI_ABI_Comm *p2p_check_comm(const char *func, MPI_Comm comm, int *err);
 int p2p_check_count(const char *func, MPI_Comm comm, MPI_Count count);
 /* The committed type's object, or NULL after raising MPI_ERR_TYPE. */
 struct MPI_ABI_Datatype *p2p_check_type(const char *func, MPI_Comm comm, MPI_Datatype type, int *err);

@@ -262,7 +262,7 @@ static void status_proc_null(MPI_Status *status)
 static int probe_check(const char *func, int source, int tag, MPI_Comm comm, struct MPI_ABI_Comm **c)
 {
     int rc;
-    if (!(*c = p2p_check_comm(func, comm, &rc)))
+    if (!(*c = hashi_comm_arg(func, comm, &rc)))
         return rc;
     if ((rc = p2p_check_rank(func, *c, comm, source, 1)) != MPI_SUCCESS)
         return rc;
