@@ -36,6 +36,17 @@ static int get_u32(const pmix_proc_t *proc, const char *key, uint32_t *out)
     return rc;
 }
 
+int hashi_rt_get_record(int rank, const char *key, void *out, size_t out_size, size_t *len)
+{
+    void *data = NULL;
+    if (hashi_rt_get(rank, key, &data, len) != 0)
+        return -1;
+    memset(out, 0, out_size);
+    memcpy(out, data, *len < out_size ? *len : out_size);
+    free(data);
+    return 0;
+}
+
 static char *get_string(const pmix_proc_t *proc, const char *key)
 {
     pmix_value_t *val = NULL;

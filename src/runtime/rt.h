@@ -39,6 +39,10 @@ int hashi_rt_put(const char *key, const void *data, size_t len);
 int hashi_rt_exchange(char *err, size_t errlen);
 /* Fetch a peer's blob after the exchange. *data is malloc'd (caller frees). */
 int hashi_rt_get(int rank, const char *key, void **data, size_t *len);
+/* The same into a fixed-size record: out is zero-filled, then receives up to
+ * out_size bytes of the blob; *len is the blob's own length (for the caller's
+ * checks of what it holds). */
+int hashi_rt_get_record(int rank, const char *key, void *out, size_t out_size, size_t *len);
 /* A barrier through the launcher (slow path: init and finalize only). */
 int hashi_rt_fence(char *err, size_t errlen);
 /* The same, started without blocking: *done becomes 1 (from PMIx's thread)

@@ -277,16 +277,12 @@ static int ofi_connect(char *err, size_t errlen)
     hashi_ofi.peer_eager_max = hashi_ofi.eager_limit;
     /* Insert every address; peers[] maps world ranks to what the AV returned. */
     for (int r = 0; r < hashi_job.size; r++) {
-        void *data = NULL;
+        struct ofi_blob blob;
         size_t len = 0;
-        if (hashi_rt_get(r, OFI_ADDR_KEY, &data, &len) != 0) {
+        if (hashi_rt_get_record(r, OFI_ADDR_KEY, &blob, sizeof blob, &len) != 0) {
             snprintf(err, errlen, "ofi device: rank %d published no endpoint address", r);
             return -1;
         }
-        struct ofi_blob blob;
-        memset(&blob, 0, sizeof blob);
-        memcpy(&blob, data, len < sizeof blob ? len : sizeof blob);
-        free(data);
         if (len < offsetof(struct ofi_blob, addr) || blob.magic != OFI_BLOB_MAGIC ||
             blob.addrlen > len - offsetof(struct ofi_blob, addr)) {
             snprintf(err, errlen, "ofi device: rank %d published a malformed endpoint address", r);

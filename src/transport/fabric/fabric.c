@@ -1070,16 +1070,12 @@ static int fab_connect(const unsigned char *served, char *err, size_t errlen)
     for (int r = 0; r < hashi_job.size; r++) {
         if (!served[r])
             continue;
-        void *data = NULL;
+        struct fab_blob blob;
         size_t len = 0;
-        if (hashi_rt_get(r, FAB_ADDR_KEY, &data, &len) != 0) {
+        if (hashi_rt_get_record(r, FAB_ADDR_KEY, &blob, sizeof blob, &len) != 0) {
             snprintf(err, errlen, "fabric transport: rank %d published no endpoint address", r);
             return -1;
         }
-        struct fab_blob blob;
-        memset(&blob, 0, sizeof blob);
-        memcpy(&blob, data, len < sizeof blob ? len : sizeof blob);
-        free(data);
         if (len < offsetof(struct fab_blob, addr) || blob.magic != FAB_BLOB_MAGIC ||
             blob.addrlen > len - offsetof(struct fab_blob, addr)) {
             snprintf(err, errlen, "fabric transport: rank %d published a malformed endpoint address", r);
