@@ -62,9 +62,12 @@ int job_failure_report(const struct job *job)
     case FAIL_ABORT: {
         if (f->msg)
             one_line(f->msg);
-        bool has_msg = f->msg && f->msg[0];
-        launcher_error("rank %u (pid %d) called MPI_Abort with code %d%s%s", f->rank, pid, f->code,
-                       has_msg ? ": " : "", has_msg ? f->msg : "");
+        /* MPI_Abort gives no message: one comes from the library ending the
+         * job itself (a failed MPI_Init, a fatal error), and says why. */
+        if (f->msg && f->msg[0])
+            launcher_error("rank %u (pid %d): %s", f->rank, pid, f->msg);
+        else
+            launcher_error("rank %u (pid %d) called MPI_Abort with code %d", f->rank, pid, f->code);
         /* The shell sees the low 8 bits; an abort must never look like success. */
         int status = f->code & 0xff;
         return status ? status : 1;

@@ -131,15 +131,8 @@ static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t conte
 
 struct MPI_ABI_Comm *hashi_comm_arg(const char *func, MPI_Comm comm, int *rc)
 {
-    struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
-    if (!c) {
-        if (comm == MPI_COMM_NULL)
-            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-        else
-            *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "%p is not a communicator", (void *)comm);
-        return NULL;
-    }
-    *rc = MPI_SUCCESS;
+    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    *rc = c ? MPI_SUCCESS : hashi_err_invalid_comm(func, comm, "comm");
     return c;
 }
 
@@ -158,10 +151,8 @@ static struct MPI_ABI_Comm *comm_query(const char *func, MPI_Comm comm, const vo
         *rc = hashi_err_not_initialized(func);
         return NULL;
     }
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
-    if (!c)
-        *rc = hashi_err_invalid_comm(func, comm, "comm");
-    else if (!arg)
+    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, rc);
+    if (c && !arg)
         *rc = hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", argname);
     return arg ? c : NULL;
 }

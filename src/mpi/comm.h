@@ -75,8 +75,9 @@ static inline MPI_Comm hashi_comm_handle(struct MPI_ABI_Comm *c)
 /* The error for a communicator argument (named argname) that is not one:
  * MPI_ERR_COMM, raised with no object's handler. */
 int hashi_err_invalid_comm(const char *func, MPI_Comm h, const char *argname);
-/* The object behind a communicator argument of func, or NULL with the error
- * raised (MPI_ERR_COMM, through comm's handler) in *rc. */
+/* The object behind the communicator argument `comm` of func, or NULL with
+ * the error raised in *rc (hashi_err_invalid_comm: MPI_ERR_COMM, on
+ * MPI_COMM_SELF's handler, as an invalid handle has none of its own). */
 struct MPI_ABI_Comm *hashi_comm_arg(const char *func, MPI_Comm comm, int *rc);
 
 /* For the topology calls: a new communicator over `group` (NULL: the

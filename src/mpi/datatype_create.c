@@ -767,11 +767,55 @@ static int array_layout(const char *func, struct MPI_ABI_Datatype *t, int ndims,
     return layout_finish(func, &L, 0);
 }
 
-static int check_order(const char *func, int order)
+/* What subarray and darray build alike: the old type, and per dimension the
+ * array's size and the part of it selected. */
+struct array_type {
+    struct MPI_ABI_Datatype *old;
+    MPI_Count *sizes;
+    struct dimsel *sel;
+};
+
+/* The checks subarray and darray end theirs with (order, oldtype, newtype),
+ * then the per-dimension arrays (free them with array_type_free).
+ * MPI_SUCCESS or the error raised. */
+static int array_type_begin(const char *func, int ndims, int order, MPI_Datatype oldtype, MPI_Datatype *newtype,
+                            struct array_type *a)
 {
+    int rc = MPI_SUCCESS;
     if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
         return hashi_err_type(func, MPI_ERR_ARG, "order is %d, not MPI_ORDER_C or MPI_ORDER_FORTRAN", order);
+    if (!(a->old = hashi_type_arg(func, "oldtype", oldtype, 0, &rc)))
+        return rc;
+    if ((rc = check_newtype(func, newtype)) != MPI_SUCCESS)
+        return rc;
+    a->sizes = malloc((size_t)ndims * sizeof *a->sizes);
+    a->sel = calloc((size_t)ndims, sizeof *a->sel);
+    if (!a->sizes || !a->sel) {
+        free(a->sizes);
+        free(a->sel);
+        return hashi_err_type(func, MPI_ERR_NO_MEM, "out of memory");
+    }
     return MPI_SUCCESS;
+}
+
+/* t, begun with its envelope written, gets its combiner and type map and
+ * becomes *newtype; or it is discarded. */
+static int array_type_end(const char *func, const struct array_type *a, struct MPI_ABI_Datatype *t, int combiner,
+                          int ndims, int order, MPI_Datatype *newtype)
+{
+    t->combiner = combiner;
+    int rc = array_layout(func, t, ndims, a->sizes, a->sel, order, a->old);
+    if (rc == MPI_SUCCESS)
+        *newtype = t;
+    else
+        hashi_type_discard(t);
+    return rc;
+}
+
+static void array_type_free(struct array_type *a)
+{
+    free(a->sizes);
+    free(a->sel);
 }
 
 static int type_subarray(const char *func, int large, int ndims, struct arr sizes, struct arr subsizes,
@@ -796,26 +840,14 @@ static int type_subarray(const char *func, int large, int ndims, struct arr size
                                   "array_of_starts[%d] is %lld: the subarray (size %lld) must fit in [0, %lld)", d,
                                   (long long)start, (long long)sub, (long long)size);
     }
-    if ((rc = check_order(func, order)) != MPI_SUCCESS)
+    struct array_type a;
+    if ((rc = array_type_begin(func, ndims, order, oldtype, newtype, &a)) != MPI_SUCCESS)
         return rc;
-    struct MPI_ABI_Datatype *old = hashi_type_arg(func, "oldtype", oldtype, 0, &rc);
-    if (!old)
-        return rc;
-    if ((rc = check_newtype(func, newtype)) != MPI_SUCCESS)
-        return rc;
-
-    MPI_Count *size_list = malloc((size_t)ndims * sizeof *size_list);
-    struct dimsel *sel = calloc((size_t)ndims, sizeof *sel);
-    if (!size_list || !sel) {
-        free(size_list);
-        free(sel);
-        return hashi_err_type(func, MPI_ERR_NO_MEM, "out of memory");
-    }
     for (int d = 0; d < ndims; d++) {
-        size_list[d] = arr_at(sizes, d);
-        sel[d].first = arr_at(starts, d);
-        sel[d].blen = arr_at(subsizes, d);
-        sel[d].nfull = 1;
+        a.sizes[d] = arr_at(sizes, d);
+        a.sel[d].first = arr_at(starts, d);
+        a.sel[d].blen = arr_at(subsizes, d);
+        a.sel[d].nfull = 1;
     }
 
     struct env_writer w;
@@ -830,16 +862,10 @@ static int type_subarray(const char *func, int large, int ndims, struct arr size
         for (int d = 0; d < ndims; d++)
             put_count(&w, arr_at(starts, d));
         put_int(&w, order);
-        keep_type(&w, 0, old);
-        t->combiner = MPI_COMBINER_SUBARRAY;
-        rc = array_layout(func, t, ndims, size_list, sel, order, old);
-        if (rc == MPI_SUCCESS)
-            *newtype = t;
-        else
-            hashi_type_discard(t);
+        keep_type(&w, 0, a.old);
+        rc = array_type_end(func, &a, t, MPI_COMBINER_SUBARRAY, ndims, order, newtype);
     }
-    free(size_list);
-    free(sel);
+    array_type_free(&a);
     return rc;
 }
 
@@ -948,28 +974,16 @@ static int type_darray(const char *func, int large, int size, int rank, int ndim
     if (procs != size)
         return hashi_err_type(func, MPI_ERR_ARG, "the process grid (array_of_psizes) does not have %d processes",
                               size);
-    if ((rc = check_order(func, order)) != MPI_SUCCESS)
+    struct array_type a;
+    if ((rc = array_type_begin(func, ndims, order, oldtype, newtype, &a)) != MPI_SUCCESS)
         return rc;
-    struct MPI_ABI_Datatype *old = hashi_type_arg(func, "oldtype", oldtype, 0, &rc);
-    if (!old)
-        return rc;
-    if ((rc = check_newtype(func, newtype)) != MPI_SUCCESS)
-        return rc;
-
-    MPI_Count *size_list = malloc((size_t)ndims * sizeof *size_list);
-    struct dimsel *sel = calloc((size_t)ndims, sizeof *sel);
-    if (!size_list || !sel) {
-        free(size_list);
-        free(sel);
-        return hashi_err_type(func, MPI_ERR_NO_MEM, "out of memory");
-    }
     /* The process grid is numbered in row-major order, whatever the array order. */
     int rest = rank;
     for (int d = ndims - 1; d >= 0 && rc == MPI_SUCCESS; d--) {
         int coord = rest % psizes[d];
         rest /= psizes[d];
-        size_list[d] = arr_at(gsizes, d);
-        rc = darray_dim(func, d, size_list[d], distribs[d], dargs[d], psizes[d], coord, &sel[d]);
+        a.sizes[d] = arr_at(gsizes, d);
+        rc = darray_dim(func, d, a.sizes[d], distribs[d], dargs[d], psizes[d], coord, &a.sel[d]);
     }
 
     struct env_writer w;
@@ -990,16 +1004,10 @@ static int type_darray(const char *func, int large, int size, int rank, int ndim
         for (int d = 0; d < ndims; d++)
             put_int(&w, psizes[d]);
         put_int(&w, order);
-        keep_type(&w, 0, old);
-        t->combiner = MPI_COMBINER_DARRAY;
-        rc = array_layout(func, t, ndims, size_list, sel, order, old);
-        if (rc == MPI_SUCCESS)
-            *newtype = t;
-        else
-            hashi_type_discard(t);
+        keep_type(&w, 0, a.old);
+        rc = array_type_end(func, &a, t, MPI_COMBINER_DARRAY, ndims, order, newtype);
     }
-    free(size_list);
-    free(sel);
+    array_type_free(&a);
     return rc;
 }
 

@@ -6,15 +6,9 @@
  * MPI_Pack_size is exactly count * size, and MPI_Pack writes exactly that.
  */
 #include "mpi/datatype_internal.h"
+#include "mpi/comm.h"
 
 #include <limits.h>
-
-static int check_comm(const char *func, MPI_Comm comm)
-{
-    if (!hashi_comm_get(comm))
-        return hashi_err_comm(func, comm, MPI_ERR_COMM, "not a valid communicator");
-    return MPI_SUCCESS;
-}
 
 /* The checks Pack and Unpack share; the object, or NULL after raising. */
 static struct MPI_ABI_Datatype *pack_args(const char *func, MPI_Count count, MPI_Datatype datatype,
@@ -22,7 +16,7 @@ static struct MPI_ABI_Datatype *pack_args(const char *func, MPI_Count count, MPI
                                           MPI_Count *bytes, int *rc)
 {
     const char *why;
-    if ((*rc = check_comm(func, comm)) != MPI_SUCCESS)
+    if (!hashi_comm_arg(func, comm, rc))
         return NULL;
     if (count < 0) {
         *rc = hashi_err_comm(func, comm, MPI_ERR_COUNT, "count is negative (%lld)", (long long)count);
@@ -129,8 +123,8 @@ static int pack_size(const char *func, MPI_Count incount, MPI_Datatype datatype,
 {
     HASHI_CHECK_INITIALIZED(func);
     const char *why;
-    int rc = check_comm(func, comm);
-    if (rc != MPI_SUCCESS)
+    int rc;
+    if (!hashi_comm_arg(func, comm, &rc))
         return rc;
     if (incount < 0)
         return hashi_err_comm(func, comm, MPI_ERR_COUNT, "incount is negative (%lld)", (long long)incount);

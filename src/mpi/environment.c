@@ -1,5 +1,6 @@
 /* Environment inquiry: ranks, clocks, names, versions. */
 #include "mpi/mpi_impl.h"
+#include "mpi/comm.h"
 #include "runtime/rt.h"
 
 #include <stdio.h>
@@ -12,11 +13,10 @@
 int hashi_impl_Comm_rank(MPI_Comm comm, int *rank)
 {
     HASHI_CHECK_INITIALIZED("MPI_Comm_rank");
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_comm_arg("MPI_Comm_rank", comm, &rc);
     if (!c)
-        return hashi_err_raise("MPI_Comm_rank", HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
-                               comm == MPI_COMM_NULL ? "MPI_COMM_NULL is not a communicator"
-                                                     : "invalid communicator");
+        return rc;
     if (!rank)
         return hashi_err_comm("MPI_Comm_rank", comm, MPI_ERR_ARG, "rank is NULL");
     *rank = c->rank;
@@ -26,11 +26,10 @@ int hashi_impl_Comm_rank(MPI_Comm comm, int *rank)
 int hashi_impl_Comm_size(MPI_Comm comm, int *size)
 {
     HASHI_CHECK_INITIALIZED("MPI_Comm_size");
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_comm_arg("MPI_Comm_size", comm, &rc);
     if (!c)
-        return hashi_err_raise("MPI_Comm_size", HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
-                               comm == MPI_COMM_NULL ? "MPI_COMM_NULL is not a communicator"
-                                                     : "invalid communicator");
+        return rc;
     if (!size)
         return hashi_err_comm("MPI_Comm_size", comm, MPI_ERR_ARG, "size is NULL");
     *size = c->size;

@@ -9,9 +9,9 @@
  *                                failed, naming the call), kept in a ring so that
  *                                MPI_Error_string can still print it afterwards
  */
+#include "mpi/comm.h"
 #include "mpi/handles.h"
 #include "mpi/mpi_impl.h"
-#include "runtime/log.h"
 #include "runtime/rt.h"
 
 #include <stdarg.h>
@@ -228,9 +228,10 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
 
 static __attribute__((noreturn)) void fatal_abort(const char *message, int code, int is_abort_handler)
 {
-    hashi_log("%s%s", message,
-              is_abort_handler ? " (MPI_ERRORS_ABORT)" : " (MPI_ERRORS_ARE_FATAL: ending the job)");
-    hashi_rt_abort(code > 0 && code < 256 ? code : 1, message);
+    char line[MPI_MAX_ERROR_STRING + 64];
+    snprintf(line, sizeof line, "%s%s", message,
+             is_abort_handler ? " (MPI_ERRORS_ABORT)" : " (MPI_ERRORS_ARE_FATAL: ending the job)");
+    hashi_rt_abort(code > 0 && code < 256 ? code : 1, line);
 }
 
 int hashi_err_raise(const char *func, enum hashi_obj_kind kind, const void *handle,
@@ -277,9 +278,10 @@ int hashi_err_unsupported(const char *func, enum hashi_obj_kind kind, const void
 
 int hashi_err_not_initialized(const char *func)
 {
-    hashi_log("%s called %s MPI_Init: it is an error (MPI_ERR_OTHER)", func,
-              hashi_init_state == HASHI_STATE_FINALIZED ? "after MPI_Finalize, outside" : "before");
-    hashi_rt_abort(MPI_ERR_OTHER, "MPI call outside MPI_Init/MPI_Finalize");
+    char line[256];
+    snprintf(line, sizeof line, "%s called %s MPI_Init: it is an error (MPI_ERR_OTHER)", func,
+             hashi_init_state == HASHI_STATE_FINALIZED ? "after MPI_Finalize, outside" : "before");
+    hashi_rt_abort(MPI_ERR_OTHER, line);
 }
 
 /* ---- the MPI calls ---- */
@@ -413,10 +415,10 @@ int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errh
 int hashi_impl_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
     HASHI_CHECK_INITIALIZED("MPI_Comm_set_errhandler");
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_comm_arg("MPI_Comm_set_errhandler", comm, &rc);
     if (!c)
-        return hashi_err_raise("MPI_Comm_set_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
-                               "invalid communicator");
+        return rc;
     struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
     if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_COMM))
         return hashi_err_comm("MPI_Comm_set_errhandler", comm, MPI_ERR_ARG,
@@ -430,10 +432,10 @@ int hashi_impl_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 int hashi_impl_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
     HASHI_CHECK_INITIALIZED("MPI_Comm_get_errhandler");
-    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_comm_arg("MPI_Comm_get_errhandler", comm, &rc);
     if (!c)
-        return hashi_err_raise("MPI_Comm_get_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
-                               "invalid communicator");
+        return rc;
     if (!errhandler)
         return hashi_err_comm("MPI_Comm_get_errhandler", comm, MPI_ERR_ARG, "errhandler is NULL");
     hashi_errhandler_retain(c->errhandler);
@@ -454,9 +456,9 @@ int hashi_impl_Errhandler_free(MPI_Errhandler *errhandler)
 int hashi_impl_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 {
     HASHI_CHECK_INITIALIZED("MPI_Comm_call_errhandler");
-    if (!hashi_comm_get(comm))
-        return hashi_err_raise("MPI_Comm_call_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_COMM,
-                               "invalid communicator");
+    int rc;
+    if (!hashi_comm_arg("MPI_Comm_call_errhandler", comm, &rc))
+        return rc;
     int cls = code_to_class(errorcode);
     hashi_err_comm("MPI_Comm_call_errhandler", comm, cls >= 0 ? errorcode : MPI_ERR_UNKNOWN,
                    "error %d raised by the application", errorcode);

@@ -33,13 +33,14 @@ static int fence_released(void *flag)
     return atomic_load((_Atomic int *)flag);
 }
 
-/* Errors during MPI_Init cannot go through a communicator's handler yet. */
+/* Errors during MPI_Init cannot go through a communicator's handler yet:
+ * they end the job with one line naming the call and the problem (printed
+ * by the launcher, or here in a singleton or before PMIx is up). */
 static __attribute__((noreturn)) void init_failed(const char *func, const char *why)
 {
-    hashi_log("%s: %s", func, why);
-    if (hashi_job.size > 0)
-        hashi_rt_abort(1, why);
-    exit(1);
+    char msg[1200];
+    snprintf(msg, sizeof msg, "%s: %s", func, why);
+    hashi_rt_abort(1, msg);
 }
 
 static int initialize(const char *func, int *argc, char ***argv, int required, int *provided)
@@ -47,9 +48,9 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     char err[1024];
     int expected = HASHI_STATE_PRE_INIT;
     if (!atomic_compare_exchange_strong(&hashi_init_state, &expected, HASHI_STATE_PRE_INIT)) {
-        hashi_log("%s: MPI_ERR_OTHER: MPI is already %s", func,
-                  expected == HASHI_STATE_FINALIZED ? "finalized" : "initialized");
-        hashi_rt_abort(MPI_ERR_OTHER, "MPI_Init called twice");
+        snprintf(err, sizeof err, "%s: MPI_ERR_OTHER: MPI is already %s", func,
+                 expected == HASHI_STATE_FINALIZED ? "finalized" : "initialized");
+        hashi_rt_abort(MPI_ERR_OTHER, err);
     }
     if (hashi_params_load(err, sizeof err) != 0)
         init_failed(func, err);

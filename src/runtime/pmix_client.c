@@ -160,14 +160,19 @@ void hashi_rt_finalize(void)
 
 void hashi_rt_abort(int code, const char *msg)
 {
+    fflush(stdout);
+    int reported = 0;
     if (pmix_up && !hashi_job.singleton) {
         pmix_proc_t wild;
         PMIX_LOAD_PROCID(&wild, self_proc.nspace, PMIX_RANK_WILDCARD);
-        /* The launcher kills the job and exits with code; do not wait for it. */
-        PMIx_Abort(code, msg ? msg : "", &wild, 1);
-        /* A launcher without abort support: fall through and exit ourselves. */
+        /* The launcher kills the job, prints msg once for the job (not once
+         * per failing rank) and exits with code. */
+        reported = PMIx_Abort(code, msg ? msg : "", &wild, 1) == PMIX_SUCCESS;
     }
-    fflush(stdout);
+    /* A singleton, PMIx not up yet, or a launcher that refused the abort:
+     * nobody else will say why. */
+    if (!reported && msg && *msg)
+        hashi_log("%s", msg);
     fflush(stderr);
     _exit(code);
 }

@@ -31,7 +31,10 @@ extern struct hashi_job hashi_job;
 int hashi_rt_init(char *err, size_t errlen);
 /* Tell the launcher this rank finalized cleanly. */
 void hashi_rt_finalize(void);
-/* End the whole job with this exit code (MPI_Abort). Never returns. */
+/* End the whole job with this exit code (MPI_Abort). msg, if not NULL, is
+ * the one line that says why: the launcher prints it (naming the rank) or,
+ * without one, it is logged here; callers do not log it themselves, or a
+ * failure would be told twice. Never returns. */
 __attribute__((noreturn)) void hashi_rt_abort(int code, const char *msg);
 
 /* Modex: publish a blob under a key, then exchange with every rank (collective). */

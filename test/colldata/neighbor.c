@@ -19,18 +19,9 @@
  */
 #include <string.h>
 
-#include "test/util/check.h"
-
-#define GUARD (-1)
+#include "test/colldata/colldata_util.h"
 
 static int rank, size;
-static unsigned salt;
-
-static int val(int src, int tag, long j)
-{
-    unsigned h = (unsigned)src * 2654435761u ^ (unsigned)tag * 40503u ^ (unsigned)j * 97u ^ salt * 0x9e3779b9u;
-    return (int)(h & 0x7fffffff);
-}
 
 struct topo {
     const char *name;
@@ -140,44 +131,6 @@ static void make_dist_graph(struct topo *t)
     CHECK(in == 3 && out == 3, "dist graph: degrees %d, %d", in, out);
 }
 
-/* ---- modes ---- */
-
-enum mode { BLOCKING, NONBLOCKING, PERSISTENT };
-static const char *const mode_name[] = { "blocking", "nonblocking", "persistent" };
-static const char *cur = "";
-
-#define RUN(m, it, req, BLK, NB, INIT)                                         \
-    do {                                                                       \
-        cur = mode_name[m];                                                    \
-        if ((m) == BLOCKING) {                                                 \
-            CHECK_MPI(BLK);                                                    \
-        } else if ((m) == NONBLOCKING) {                                       \
-            CHECK_MPI(NB);                                                     \
-            CHECK_MPI(MPI_Wait(&(req), MPI_STATUS_IGNORE));                    \
-        } else {                                                               \
-            if ((it) == 0)                                                     \
-                CHECK_MPI(INIT);                                               \
-            CHECK_MPI(MPI_Start(&(req)));                                      \
-            CHECK_MPI(MPI_Wait(&(req), MPI_STATUS_IGNORE));                    \
-        }                                                                      \
-    } while (0)
-
-static void compare(const struct topo *t, const int *got, const int *want, long n, const char *what)
-{
-    for (long i = 0; i < n; i++)
-        CHECK(got[i] == want[i], "%s on %s (%s): int %ld of %ld is %d, expected %d", what, t->name, cur, i, n,
-              got[i], want[i]);
-}
-
-static int *ints(long n)
-{
-    int *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
-    CHECK(p, "out of memory");
-    for (long i = 0; i < n; i++)
-        p[i] = GUARD;
-    return p;
-}
-
 /* Ints sender s puts in its block b (v and w forms): uneven, some zero, even. */
 static long vcount(int s, int b, long unit)
 {
@@ -199,19 +152,18 @@ static void test_allgather(const struct topo *t, enum mode m, long n, int v)
         total = v ? total + rcount[i] + 1 : t->indeg * n;
     }
     long mine = v ? vcount(rank, 0, unit) : n;
-    int *sbuf = ints(mine), *rbuf = ints(total), *want = ints(total);
+    int *sbuf = alloc_ints(mine), *rbuf = alloc_ints(total), *want = alloc_ints(total);
     int rc[8], rd[8];
     for (int i = 0; i < t->indeg; i++) {
         rc[i] = (int)rcount[i];
         rd[i] = (int)rdisp[i];
     }
     MPI_Request req = MPI_REQUEST_NULL;
-    for (int it = 0; it < (m == PERSISTENT ? 3 : 1); it++) {
+    for (int it = 0; it < iterations(m); it++) {
         salt = 100 + it;
         for (long j = 0; j < mine; j++)
             sbuf[j] = val(rank, 0, j);
-        for (long k = 0; k < total; k++)
-            rbuf[k] = want[k] = GUARD;
+        reset_guard(rbuf, want, total);
         for (int i = 0; i < t->indeg; i++) {
             int s, b;
             edge_of(t, i, &s, &b);
@@ -220,19 +172,14 @@ static void test_allgather(const struct topo *t, enum mode m, long n, int v)
                     want[rdisp[i] + j] = val(s, 0, j);
         }
         if (v)
-            RUN(m, it, req, MPI_Neighbor_allgatherv(sbuf, (int)mine, MPI_INT, rbuf, rc, rd, MPI_INT, t->comm),
-                MPI_Ineighbor_allgatherv(sbuf, (int)mine, MPI_INT, rbuf, rc, rd, MPI_INT, t->comm, &req),
-                MPI_Neighbor_allgatherv_init(sbuf, (int)mine, MPI_INT, rbuf, rc, rd, MPI_INT, t->comm, MPI_INFO_NULL,
-                                             &req));
+            RUN_COLL(m, it, req, Neighbor_allgatherv, neighbor_allgatherv,
+                     (sbuf, (int)mine, MPI_INT, rbuf, rc, rd, MPI_INT, t->comm));
         else
-            RUN(m, it, req, MPI_Neighbor_allgather(sbuf, (int)n, MPI_INT, rbuf, (int)n, MPI_INT, t->comm),
-                MPI_Ineighbor_allgather(sbuf, (int)n, MPI_INT, rbuf, (int)n, MPI_INT, t->comm, &req),
-                MPI_Neighbor_allgather_init(sbuf, (int)n, MPI_INT, rbuf, (int)n, MPI_INT, t->comm, MPI_INFO_NULL,
-                                            &req));
-        compare(t, rbuf, want, total, v ? "neighbor_allgatherv" : "neighbor_allgather");
+            RUN_COLL(m, it, req, Neighbor_allgather, neighbor_allgather,
+                     (sbuf, (int)n, MPI_INT, rbuf, (int)n, MPI_INT, t->comm));
+        compare(rbuf, want, total, v ? "neighbor_allgatherv" : "neighbor_allgather");
     }
-    if (m == PERSISTENT)
-        CHECK_MPI(MPI_Request_free(&req));
+    end_run(m, &req);
     free(sbuf), free(rbuf), free(want), free(rcount), free(rdisp);
 }
 
@@ -244,9 +191,7 @@ enum a2a { A2A, A2AV, A2AW };
  * gap of one) for alltoall / alltoallv, and for alltoallw on odd blocks. */
 static void test_alltoall(const struct topo *t, enum mode m, long n, enum a2a kind, int recv_strided)
 {
-    MPI_Datatype strided;
-    CHECK_MPI(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &strided));
-    CHECK_MPI(MPI_Type_commit(&strided));
+    MPI_Datatype strided = strided_int_type();
     long scnt[8], sdisp[8], rcnt[8], rdisp[8];
     int rstride[8];
     long stotal = 1, rtotal = 2;
@@ -273,7 +218,7 @@ static void test_alltoall(const struct topo *t, enum mode m, long n, enum a2a ki
             rtotal += rcnt[i] * rstride[i] + 2;   /* even: strided blocks stay element-aligned */
         }
     }
-    int *sbuf = ints(stotal), *rbuf = ints(rtotal), *want = ints(rtotal);
+    int *sbuf = alloc_ints(stotal), *rbuf = alloc_ints(rtotal), *want = alloc_ints(rtotal);
     int sc[8], sd[8], rc[8], rd[8];
     MPI_Aint sdb[8], rdb[8];
     MPI_Datatype st[8], rt[8];
@@ -291,13 +236,12 @@ static void test_alltoall(const struct topo *t, enum mode m, long n, enum a2a ki
     }
     MPI_Datatype rtype = recv_strided ? strided : MPI_INT;
     MPI_Request req = MPI_REQUEST_NULL;
-    for (int it = 0; it < (m == PERSISTENT ? 3 : 1); it++) {
+    for (int it = 0; it < iterations(m); it++) {
         salt = 200 + it;
         for (int b = 0; b < t->outdeg; b++)
             for (long j = 0; j < scnt[b]; j++)
                 sbuf[sdisp[b] + j] = val(rank, b, j);
-        for (long k = 0; k < rtotal; k++)
-            rbuf[k] = want[k] = GUARD;
+        reset_guard(rbuf, want, rtotal);
         for (int i = 0; i < t->indeg; i++) {
             int s, b;
             edge_of(t, i, &s, &b);
@@ -306,23 +250,18 @@ static void test_alltoall(const struct topo *t, enum mode m, long n, enum a2a ki
                     want[rdisp[i] + j * rstride[i]] = val(s, b, j);
         }
         if (kind == A2A)
-            RUN(m, it, req, MPI_Neighbor_alltoall(sbuf, (int)n, MPI_INT, rbuf, (int)n, rtype, t->comm),
-                MPI_Ineighbor_alltoall(sbuf, (int)n, MPI_INT, rbuf, (int)n, rtype, t->comm, &req),
-                MPI_Neighbor_alltoall_init(sbuf, (int)n, MPI_INT, rbuf, (int)n, rtype, t->comm, MPI_INFO_NULL, &req));
+            RUN_COLL(m, it, req, Neighbor_alltoall, neighbor_alltoall,
+                     (sbuf, (int)n, MPI_INT, rbuf, (int)n, rtype, t->comm));
         else if (kind == A2AV)
-            RUN(m, it, req, MPI_Neighbor_alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, rtype, t->comm),
-                MPI_Ineighbor_alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, rtype, t->comm, &req),
-                MPI_Neighbor_alltoallv_init(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, rtype, t->comm, MPI_INFO_NULL,
-                                            &req));
+            RUN_COLL(m, it, req, Neighbor_alltoallv, neighbor_alltoallv,
+                     (sbuf, sc, sd, MPI_INT, rbuf, rc, rd, rtype, t->comm));
         else
-            RUN(m, it, req, MPI_Neighbor_alltoallw(sbuf, sc, sdb, st, rbuf, rc, rdb, rt, t->comm),
-                MPI_Ineighbor_alltoallw(sbuf, sc, sdb, st, rbuf, rc, rdb, rt, t->comm, &req),
-                MPI_Neighbor_alltoallw_init(sbuf, sc, sdb, st, rbuf, rc, rdb, rt, t->comm, MPI_INFO_NULL, &req));
-        compare(t, rbuf, want, rtotal,
+            RUN_COLL(m, it, req, Neighbor_alltoallw, neighbor_alltoallw,
+                     (sbuf, sc, sdb, st, rbuf, rc, rdb, rt, t->comm));
+        compare(rbuf, want, rtotal,
                 kind == A2A ? "neighbor_alltoall" : kind == A2AV ? "neighbor_alltoallv" : "neighbor_alltoallw");
     }
-    if (m == PERSISTENT)
-        CHECK_MPI(MPI_Request_free(&req));
+    end_run(m, &req);
     CHECK_MPI(MPI_Type_free(&strided));
     free(sbuf), free(rbuf), free(want);
 }
@@ -333,7 +272,7 @@ static void test_large_count_forms(const struct topo *t)
     MPI_Count c[8];
     MPI_Aint d[8];
     const long n = 3;
-    int *sbuf = ints(n * t->outdeg), *rbuf = ints(n * t->indeg), *want = ints(n * t->indeg);
+    int *sbuf = alloc_ints(n * t->outdeg), *rbuf = alloc_ints(n * t->indeg), *want = alloc_ints(n * t->indeg);
     salt = 300;
     for (int b = 0; b < t->outdeg; b++) {
         for (long j = 0; j < n; j++)
@@ -348,28 +287,16 @@ static void test_large_count_forms(const struct topo *t)
             for (long j = 0; j < n; j++)
                 want[i * n + j] = val(s, b, j);
     }
-    cur = "_c";
+    cur_mode = "_c";
     CHECK_MPI(MPI_Neighbor_alltoallv_c(sbuf, c, d, MPI_INT, rbuf, c, d, MPI_INT, t->comm));
-    compare(t, rbuf, want, n * t->indeg, "neighbor_alltoallv_c");
+    compare(rbuf, want, n * t->indeg, "neighbor_alltoallv_c");
     for (long k = 0; k < n * t->indeg; k++)
         rbuf[k] = GUARD;
     MPI_Request req;
     CHECK_MPI(MPI_Ineighbor_alltoall_c(sbuf, n, MPI_INT, rbuf, n, MPI_INT, t->comm, &req));
     CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
-    compare(t, rbuf, want, n * t->indeg, "ineighbor_alltoall_c");
+    compare(rbuf, want, n * t->indeg, "ineighbor_alltoall_c");
     free(sbuf), free(rbuf), free(want);
-}
-
-static void expect_class(int rc, int want, const char *call, const char *what)
-{
-    int cls = -1;
-    CHECK(rc != MPI_SUCCESS, "%s with %s succeeded", call, what);
-    MPI_Error_class(rc, &cls);
-    CHECK(cls == want, "%s with %s: error class %d, expected %d", call, what, cls, want);
-    char msg[MPI_MAX_ERROR_STRING];
-    int len;
-    MPI_Error_string(rc, msg, &len);
-    CHECK(strstr(msg, call) != NULL, "%s with %s: message '%s' does not name the call", call, what, msg);
 }
 
 static void test_errors(const struct topo *cart)
@@ -378,19 +305,19 @@ static void test_errors(const struct topo *cart)
     MPI_Request req;
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Comm_set_errhandler(cart->comm, MPI_ERRORS_RETURN));
-    expect_class(MPI_Neighbor_alltoall(buf, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_TOPOLOGY,
-                 "MPI_Neighbor_alltoall", "a communicator without topology");
-    expect_class(MPI_Ineighbor_allgather(buf, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD, &req), MPI_ERR_TOPOLOGY,
-                 "MPI_Ineighbor_allgather", "a communicator without topology");
-    expect_class(MPI_Neighbor_allgather(MPI_IN_PLACE, 1, MPI_INT, out, 1, MPI_INT, cart->comm), MPI_ERR_BUFFER,
-                 "MPI_Neighbor_allgather", "MPI_IN_PLACE");
-    expect_class(MPI_Neighbor_alltoall(buf, -1, MPI_INT, out, 1, MPI_INT, cart->comm), MPI_ERR_COUNT,
-                 "MPI_Neighbor_alltoall", "sendcount -1");
-    expect_class(MPI_Neighbor_alltoall(buf, 1, MPI_DATATYPE_NULL, out, 1, MPI_INT, cart->comm), MPI_ERR_TYPE,
-                 "MPI_Neighbor_alltoall", "MPI_DATATYPE_NULL");
+    CHECK_ERR(MPI_Neighbor_alltoall(buf, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD),
+              MPI_ERR_TOPOLOGY, "MPI_Neighbor_alltoall");
+    CHECK_ERR(MPI_Ineighbor_allgather(buf, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD, &req),
+              MPI_ERR_TOPOLOGY, "MPI_Ineighbor_allgather");
+    CHECK_ERR(MPI_Neighbor_allgather(MPI_IN_PLACE, 1, MPI_INT, out, 1, MPI_INT, cart->comm),
+              MPI_ERR_BUFFER, "MPI_Neighbor_allgather");
+    CHECK_ERR(MPI_Neighbor_alltoall(buf, -1, MPI_INT, out, 1, MPI_INT, cart->comm),
+              MPI_ERR_COUNT, "MPI_Neighbor_alltoall");
+    CHECK_ERR(MPI_Neighbor_alltoall(buf, 1, MPI_DATATYPE_NULL, out, 1, MPI_INT, cart->comm),
+              MPI_ERR_TYPE, "MPI_Neighbor_alltoall");
     int counts[4] = { 1, 1, -1, 1 }, displs[4] = { 0, 1, 2, 3 };
-    expect_class(MPI_Neighbor_alltoallv(buf, counts, displs, MPI_INT, out, counts, displs, MPI_INT, cart->comm),
-                 MPI_ERR_COUNT, "MPI_Neighbor_alltoallv", "a negative count");
+    CHECK_ERR(MPI_Neighbor_alltoallv(buf, counts, displs, MPI_INT, out, counts, displs, MPI_INT, cart->comm),
+              MPI_ERR_COUNT, "MPI_Neighbor_alltoallv");
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     CHECK_MPI(MPI_Comm_set_errhandler(cart->comm, MPI_ERRORS_ARE_FATAL));
 }
@@ -413,6 +340,7 @@ int main(int argc, char **argv)
     const long sizes[] = { 1, 40, 20000 };
     for (int k = 0; k < 5; k++) {
         const struct topo *t = &topos[k];
+        cur_on = t->name;
         for (int m = BLOCKING; m <= PERSISTENT; m++)
             for (int si = 0; si < (quick ? 2 : 3); si++) {
                 long n = sizes[si];

@@ -141,6 +141,8 @@ static struct hashi_mq_posted *first_posted_for_tag(struct hashi_mq_list *l, int
 
 struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q, uint32_t context_id, int source, int tag)
 {
+    if (q->posted_count == 0)
+        return NULL;
     struct hashi_mq_ctx *c = ctx_get(q, context_id, 0);
     if (!c)
         return NULL;
@@ -181,6 +183,8 @@ static void unexp_remove(struct hashi_mq *q, struct hashi_mq_ctx *c, struct hash
 
 struct hashi_mq_unexp *hashi_mq_find_unexp(struct hashi_mq *q, const struct hashi_match *m, int remove)
 {
+    if (q->unexp_count == 0)
+        return NULL;
     struct hashi_mq_ctx *c = ctx_get(q, m->context_id, 0);
     if (!c)
         return NULL;

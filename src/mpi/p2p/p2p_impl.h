@@ -75,6 +75,7 @@ struct hashi_p2p_state {
     long spin_limit;
     long sleep_us;
     long sleep_max_us;
+    int64_t yield_ns;           /* oversubscribed: yield this long before sleeping */
     int oversubscribed;
     int tag_ub;
     int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);

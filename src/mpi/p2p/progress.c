@@ -13,7 +13,17 @@
 #include "runtime/rt.h"
 #include "runtime/wake.h"
 
+#include <sched.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 int hashi_progress_poll(void)
 {
@@ -75,22 +85,42 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
     current_wait = (struct wait_condition){ done, arg };
     long idle = 0;
     long sleep_us = hashi_p2p.sleep_us;
+    int64_t yield_start = 0;
     for (;;) {
         int n = hashi_progress_poll();
         if (done(arg))
             break;
         if (n > 0) {
             idle = 0;
+            yield_start = 0;
             sleep_us = hashi_p2p.sleep_us;
             continue;
         }
         if (++idle < hashi_p2p.spin_limit)
             continue;
-        /* Idle for a while: an oversubscribed rank sleeps on its wake word
-         * (a local sender wakes it) and, still idle, sleeps again at once;
-         * any other yields its core once and spins again. */
+        /* Idle for a while. An oversubscribed rank first hands its core to
+         * the ranks sharing it (sched_yield between polls) for up to
+         * HASHI_YIELD_US: a collective's next message usually comes from a
+         * rank that only needs the core for a moment, and a yield hands it
+         * over in a context switch where a futex sleep and wake-up cost
+         * several microseconds on both sides. */
+        if (hashi_p2p.yield_ns > 0 && hashi_wake_enabled()) {
+            if (yield_start == 0) {
+                yield_start = now_ns();
+                sched_yield();
+                continue;
+            }
+            if (now_ns() - yield_start < hashi_p2p.yield_ns) {
+                sched_yield();
+                continue;
+            }
+        }
+        /* Still idle: an oversubscribed rank sleeps on its wake word (a local
+         * sender wakes it) and, still idle, sleeps again at once; any other
+         * yields its core once and spins again. */
         if (hashi_wake_sleep(poll_before_sleep, sleep_us) > 0) {
             sleep_us = hashi_p2p.sleep_us;
+            yield_start = 0;
         } else if (sleep_us < hashi_p2p.sleep_max_us) {
             /* Nothing came: the time bound only matters for traffic that
              * does not wake (remote peers, a provider's internal messages),
@@ -137,6 +167,7 @@ void hashi_p2p_init(void)
     hashi_p2p.sleep_us = (long)hashi_param_int(HASHI_P_SLEEP_US);
     if (hashi_p2p.sleep_us < 1)
         hashi_p2p.sleep_us = 1;
+    hashi_p2p.yield_ns = (int64_t)hashi_param_int(HASHI_P_YIELD_US) * 1000;
     hashi_p2p.sleep_max_us = (long)hashi_param_int(HASHI_P_SLEEP_MAX_US);
     if (hashi_p2p.sleep_max_us < hashi_p2p.sleep_us)
         hashi_p2p.sleep_max_us = hashi_p2p.sleep_us;
