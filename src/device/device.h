@@ -60,6 +60,7 @@ struct hashi_envelope {
  * - After making a message visible to a peer on this node, a device calls
  *   hashi_wake_peer(dest_world) (runtime/wake.h).
  */
+#define HASHI_DEVICE_P2P_DECLINE (-1)
 struct hashi_device_p2p_ops {
     /*
      * Start a send of req->dev_bytes contiguous bytes at req->dev_buf to
@@ -93,6 +94,17 @@ struct hashi_device_p2p_ops {
     int (*cancel_recv)(struct MPI_ABI_Request *req);
     /* Cancel a send that has not been matched; NULL if the device cannot. */
     int (*cancel_send)(struct MPI_ABI_Request *req);
+    /*
+     * Optional (NULL: not offered): a standard or ready mode send of `bytes`
+     * contiguous bytes that is complete when the call returns, with no
+     * request: the device sends it now or keeps a copy in its queue (the
+     * blocking MPI_Send of a small message needs nothing else). Returns
+     * MPI_SUCCESS, HASHI_DEVICE_P2P_DECLINE when it does not send such a
+     * message this way (larger than its eager limit: the caller takes isend),
+     * or an error class.
+     */
+    int (*send_now)(const void *buf, size_t bytes, int dest_world, int tag, uint32_t context_id,
+                    int my_comm_rank);
     /* Advance communication; returns how many events it handled (0: idle). */
     int (*progress)(void);
     /* The largest message the device sends eagerly (standard mode completes locally). */
@@ -110,6 +122,10 @@ struct hashi_device_p2p_ops {
  * algorithm should run (a communicator or size the device does not handle),
  * anything else is an MPI error class. Arguments are already checked; data
  * is contiguous bytes (the caller packs derived types or declines).
+ * Every member must take the same branch: a device decides to decline only
+ * from what is the same on all members (communicator, root, byte count, op,
+ * datatype of a reduction), and a caller offers a call to the device only on
+ * such grounds too (not on a rank's own buffer layout).
  */
 #define HASHI_DEVICE_COLL_DECLINE (-1)
 struct MPI_ABI_Comm;
@@ -120,6 +136,14 @@ struct hashi_device_coll_ops {
      * declines types or ops it has no kernel for. */
     int (*allreduce)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                      struct MPI_ABI_Comm *comm);
+    /* bytes_per_rank contiguous bytes for each rank, in rank order, in both
+     * buffers; sendbuf is never MPI_IN_PLACE (the caller copies first). */
+    int (*alltoall)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);
+    /* The most bytes (bcast: the message, allreduce: the vector, alltoall:
+     * one rank's block) the device takes; it declines anything larger. A
+     * caller packs non-contiguous data for the device up to this size only,
+     * so that a rank's own layout never decides the path. */
+    size_t max_bytes;
 };
 
 struct hashi_device_ops {

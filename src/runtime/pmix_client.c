@@ -1,4 +1,5 @@
 /* PMIx client: job identity, locality and the modex. */
+#include "runtime/params.h"
 #include "runtime/rt.h"
 #include "runtime/log.h"
 #include "runtime/topo.h"
@@ -93,6 +94,46 @@ static int job_key_from_env(void)
     return 0;
 }
 
+/*
+ * HASHI_VNODES=K (testing): the ranks of this machine act as K nodes of
+ * consecutive ranks, so peers in other blocks are reached as remote ones
+ * (the fabric transport, node-aware choices) while all of them still share
+ * this machine's cores and wake words (peer_on_host).
+ */
+static int split_virtual_nodes(char *err, size_t errlen)
+{
+    hashi_job.host_node_id = hashi_job.node_id;
+    hashi_job.host_local_size = hashi_job.local_size;
+    hashi_job.peer_on_host = malloc((size_t)hashi_job.size);
+    if (!hashi_job.peer_on_host) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(hashi_job.peer_on_host, hashi_job.peer_is_local, (size_t)hashi_job.size);
+    int64_t k = hashi_param_int(HASHI_P_VNODES);
+    if (k <= 1)
+        return 0;
+    if (hashi_job.num_nodes > 1 || hashi_job.local_size != hashi_job.size) {
+        snprintf(err, errlen, "HASHI_VNODES=%lld splits the ranks of one machine, but this job spans %d nodes",
+                 (long long)k, hashi_job.num_nodes);
+        return -1;
+    }
+    if (k > hashi_job.size)
+        k = hashi_job.size;
+    /* Block distribution: node i holds ranks [i * size / k, (i + 1) * size / k). */
+    int n = hashi_job.size, nodes = (int)k, my_node = 0;
+    while ((int64_t)(my_node + 1) * n / nodes <= hashi_job.rank)
+        my_node++;
+    int first = (int)((int64_t)my_node * n / nodes), end = (int)((int64_t)(my_node + 1) * n / nodes);
+    for (int r = 0; r < n; r++)
+        hashi_job.peer_is_local[r] = r >= first && r < end;
+    hashi_job.node_id = my_node;
+    hashi_job.num_nodes = nodes;
+    hashi_job.local_size = end - first;
+    hashi_job.local_rank = hashi_job.rank - first;
+    return 0;
+}
+
 int hashi_rt_init(char *err, size_t errlen)
 {
     memset(&hashi_job, 0, sizeof hashi_job);
@@ -143,6 +184,8 @@ int hashi_rt_init(char *err, size_t errlen)
         memset(hashi_job.peer_is_local, 1, (size_t)hashi_job.size);
     }
     hashi_job.peer_is_local[hashi_job.rank] = 1;
+    if (split_virtual_nodes(err, errlen) != 0)
+        return -1;
     job_key_from_env();
     hashi_log_set_rank(hashi_job.rank);
     return 0;
@@ -156,6 +199,8 @@ void hashi_rt_finalize(void)
     }
     free(hashi_job.peer_is_local);
     hashi_job.peer_is_local = NULL;
+    free(hashi_job.peer_on_host);
+    hashi_job.peer_on_host = NULL;
 }
 
 void hashi_rt_abort(int code, const char *msg)

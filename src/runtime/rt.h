@@ -23,6 +23,10 @@ struct hashi_job {
     char job_dir[4096];         /* private 0700 directory removed by the launcher ("" if none) */
     char nspace[256];
     unsigned char *peer_is_local; /* size entries: 1 if the rank shares this node */
+    /* The machine itself, which HASHI_VNODES may split into virtual nodes
+     * (otherwise the same as the node): what shares cores and wake words. */
+    int host_node_id, host_local_size;
+    unsigned char *peer_on_host;
 };
 
 extern struct hashi_job hashi_job;

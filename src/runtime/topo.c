@@ -52,7 +52,7 @@ void hashi_topo_decide(void)
     cpu_set_t all;
     CPU_ZERO(&all);
     for (int r = 0; r < hashi_job.size; r++) {
-        if (!hashi_job.peer_is_local[r])
+        if (!hashi_job.peer_on_host[r])
             continue;
         void *data = NULL;
         size_t len = 0;
@@ -61,7 +61,7 @@ void hashi_topo_decide(void)
         free(data);
     }
     int cpus = CPU_COUNT(&all);
-    hashi_job.oversubscribed = cpus > 0 && hashi_job.local_size > cpus;
-    HASHI_DEBUG(1, "%d local ranks share %d cpus: %soversubscribed", hashi_job.local_size, cpus,
+    hashi_job.oversubscribed = cpus > 0 && hashi_job.host_local_size > cpus;
+    HASHI_DEBUG(1, "%d local ranks share %d cpus: %soversubscribed", hashi_job.host_local_size, cpus,
                 hashi_job.oversubscribed ? "" : "not ");
 }

@@ -44,11 +44,11 @@ static char shm_name[128];      /* set when the segment lives in /dev/shm (no jo
 static int segment_path(char *path, size_t len)
 {
     if (hashi_job.job_dir[0]) {
-        snprintf(path, len, "%s/wake.%d", hashi_job.job_dir, hashi_job.node_id);
+        snprintf(path, len, "%s/wake.%d", hashi_job.job_dir, hashi_job.host_node_id);
         return 0;
     }
     snprintf(shm_name, sizeof shm_name, "/hashi-%u-%016llx-wake.%d", (unsigned)getuid(),
-             (unsigned long long)hashi_job.key, hashi_job.node_id);
+             (unsigned long long)hashi_job.key, hashi_job.host_node_id);
     snprintf(path, len, "%s", shm_name);
     return 1;
 }
@@ -68,14 +68,14 @@ static int compute_layout(void)
         return -1;
     int n = 0;
     for (int r = 0; r < hashi_job.size; r++)
-        local_index[r] = hashi_job.peer_is_local[r] ? n++ : -1;
+        local_index[r] = hashi_job.peer_on_host[r] ? n++ : -1;
     segment_len = sizeof(struct wake_segment) + (size_t)n * sizeof(struct wake_word);
     return n;
 }
 
 int hashi_wake_create(char *err, size_t errlen)
 {
-    if (hashi_job.singleton || hashi_job.local_size < 2)
+    if (hashi_job.singleton || hashi_job.host_local_size < 2)
         return 0;
     int nlocal = compute_layout();
     if (nlocal < 0) {
@@ -108,7 +108,7 @@ int hashi_wake_create(char *err, size_t errlen)
 
 int hashi_wake_attach(char *err, size_t errlen)
 {
-    if (hashi_job.singleton || hashi_job.local_size < 2)
+    if (hashi_job.singleton || hashi_job.host_local_size < 2)
         return 0;
     if (!segment) {
         int is_shm;

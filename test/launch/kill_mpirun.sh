@@ -10,7 +10,8 @@
 #   - no process of ours still has that TMPDIR in its environment (ranks, the
 #     launcher's reaper, anything else the job started),
 #   - the private TMPDIR is empty,
-#   - /dev/shm has nothing of ours that was not there before.
+#   - /dev/shm has nothing of the job's (names starting with its job
+#     directory's name) that was not there before.
 # A signal mpirun can catch (anything but KILL) must also make it exit by
 # itself within 5 seconds, with the status of a job whose ranks that signal
 # killed: 128 + the signal number (mpirun forwards it to the ranks).
@@ -73,6 +74,10 @@ shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 
 TMPDIR=$jobtmp "$mpirun" -n 4 "$sleeper" "$sleeper_arg" > "$out" 2> "$work/stderr" < /dev/null &
 mpirun_pid=$!
+# The job's shared-memory names start with its job directory's name,
+# hashi-UID.PID.RANDOM (emu segments, libfabric shm endpoints): only those
+# are this job's (other jobs of the user may run at the same time).
+job_prefix="hashi-$(id -u).$mpirun_pid."
 
 # Wait (up to 20 s) for the four ranks to report.
 tries=0
@@ -130,7 +135,7 @@ echo "ranks and helpers gone, TMPDIR empty ${elapsed_ms} ms after the kill"
 
 shm_after=$(ls -A /dev/shm 2>/dev/null | sort)
 new_shm=$(printf '%s\n' "$shm_after" | grep -vxF "$shm_before" | while read -r f; do
-    [ -n "$f" ] && [ -O "/dev/shm/$f" ] && echo "$f"
+    case "$f" in "$job_prefix"*) [ -O "/dev/shm/$f" ] && echo "$f" ;; esac
 done)
 [ -n "$new_shm" ] && fail "new files in /dev/shm: $(echo $new_shm)"
 echo "nothing new in /dev/shm"

@@ -12,6 +12,12 @@
  * Run with few credits, single receives and forced local registration too.
  *
  *   fabric_order          the check above; prints "rank R of S ok"
+ *   fabric_order flood N  every rank sends N blocks to every other rank at
+ *                         once; each block handler answers with a
+ *                         notification and a wide tiny write, sends that
+ *                         wait for credits while every peer's handlers do
+ *                         the same (the credit deadlocks: run with 1 and 4
+ *                         credits); per-source order and counts checked
  *   fabric_order badprov  (singleton, FI_PROVIDER naming no provider) init
  *                         fails with one line naming FI_PROVIDER
  *   fabric_order bench    (2 ranks) PUSH and PULL bandwidth by size, best and
@@ -19,6 +25,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +90,44 @@ static void expect_after(uint64_t k, const char *when)
     CHECK(b == wb, "%s: wide tiny write B is %#" PRIx64 ", expected %#" PRIx64, when, b, wb);
 }
 
+/* flood mode: per-peer counts of blocks received and answers received. */
+static int flood;
+static uint64_t *flood_blocks, *flood_answers;
+
+#define OFF_FLOOD(src) (64 + 8 * (uint64_t)(src))
+
+static void flood_block(int src, const void *msg, size_t len)
+{
+    uint64_t k;
+    CHECK(len == sizeof k, "flood block of %zu bytes from %d", len, src);
+    memcpy(&k, msg, sizeof k);
+    CHECK(k == flood_blocks[src] + 1, "flood block %" PRIu64 " from %d after %" PRIu64, k, src, flood_blocks[src]);
+    flood_blocks[src] = k;
+    /* Both answers take a credit at src, which is answering our blocks the same way. */
+    int rc = hashi_tl(src)->notify(src, k | ECHO);
+    CHECK(rc == 0, "answering flood block %" PRIu64 " of %d: %d", k, src, rc);
+    rc = hashi_tl(src)->tiny_write(src, OFF_FLOOD(me), k | WIDE, 8);
+    CHECK(rc == 0, "wide tiny write answering flood block %" PRIu64 " of %d: %d", k, src, rc);
+}
+
+static void flood_notify(int src, uint64_t value)
+{
+    CHECK(value == ((flood_answers[src] + 1) | ECHO), "flood answer %#" PRIx64 " from %d after %" PRIu64, value,
+          src, flood_answers[src]);
+    /* The wide tiny write sent before this answer has landed. */
+    uint64_t w = llcm(OFF_FLOOD(src));
+    CHECK(w == (flood_answers[src] ? flood_answers[src] | WIDE : 0), "flood answer %" PRIu64 " from %d found "
+          "its previous tiny write %#" PRIx64, (uint64_t)(value & ~ECHO), src, w);
+    flood_answers[src]++;
+}
+
 static void on_block(void *ctx, int src, const void *msg, size_t len)
 {
     (void)ctx;
+    if (flood) {
+        flood_block(src, msg, len);
+        return;
+    }
     if (len == sizeof(struct hashi_tl_rkey)) {
         memcpy(&right_rkey, msg, sizeof right_rkey);
         have_rkey = 1;
@@ -108,6 +150,10 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
 static void on_notify(void *ctx, int src, uint64_t value)
 {
     (void)ctx;
+    if (flood) {
+        flood_notify(src, value);
+        return;
+    }
     if (value & ECHO) {
         CHECK(src == right && value == ((echoes_seen + 1) | ECHO), "answer %#" PRIx64 " from %d after %" PRIu64,
               value, src, echoes_seen);
@@ -250,6 +296,56 @@ static void bench(void)
     free(remote);
 }
 
+/*
+ * The closing fence, progressing meanwhile: a send counts as done once the
+ * provider took it, and tcp moves it only while this rank calls the
+ * provider, so a rank may not stop progressing before every rank is done.
+ */
+static void fence_progressing(void)
+{
+    _Atomic int fenced = 0;
+    CHECK(hashi_rt_fence_start(&fenced, err, sizeof err) == 0, "%s", err);
+    while (!atomic_load(&fenced))
+        hashi_transport_wait(poll_once, 1000);
+}
+
+static int flood_complete(uint64_t n)
+{
+    for (int r = 0; r < np; r++)
+        if (r != me && (flood_blocks[r] < n || flood_answers[r] < n || llcm(OFF_FLOOD(r)) != (n | WIDE)))
+            return 0;
+    return 1;
+}
+
+/* flood mode (see the top): all-to-all blocks, answered from the handlers. */
+static void run_flood(uint64_t n)
+{
+    CHECK(np >= 2 && np <= 64, "flood runs on 2 .. 64 ranks");
+    flood_blocks = calloc((size_t)np, sizeof *flood_blocks);
+    flood_answers = calloc((size_t)np, sizeof *flood_answers);
+    CHECK(flood_blocks && flood_answers, "out of memory");
+    flood = 1;
+    for (int r = 0; r < np; r++)
+        CHECK(hashi_tl(r)->id == HASHI_TL_FABRIC, "rank %d is not reached through the fabric transport", r);
+    for (uint64_t k = 1; k <= n; k++) {
+        for (int i = 1; i < np; i++) {
+            int to = (me + i) % np, rc;
+            while ((rc = hashi_tl_block_send(to, &k, sizeof k, NULL, 0)) == -EAGAIN)
+                hashi_transport_progress();
+            CHECK(rc == 0, "flood block %" PRIu64 " to %d failed: %s", k, to, strerror(-rc));
+        }
+    }
+    while (!flood_complete(n))
+        hashi_transport_wait(poll_once, 1000);
+    fence_progressing();
+    hashi_transport_finalize();
+    hashi_wake_detach();
+    hashi_rt_finalize();
+    free(flood_blocks);
+    free(flood_answers);
+    printf("rank %d of %d ok\n", me, np);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "badprov"))
@@ -260,6 +356,10 @@ int main(int argc, char **argv)
         hashi_transport_finalize();
         hashi_wake_detach();
         hashi_rt_finalize();
+        return 0;
+    }
+    if (argc > 2 && !strcmp(argv[1], "flood")) {
+        run_flood(strtoull(argv[2], NULL, 10));
         return 0;
     }
     CHECK(hashi_tl(right)->id == HASHI_TL_FABRIC, "rank %d is not reached through the fabric transport", right);
@@ -303,7 +403,7 @@ int main(int argc, char **argv)
     for (uint64_t k = ROUNDS - 63; k <= ROUNDS; k++)
         CHECK(__atomic_load_n(&inbox[k % 64], __ATOMIC_ACQUIRE) == k, "inbox word %" PRIu64 " is %" PRIu64,
               k % 64, inbox[k % 64]);
-    CHECK(hashi_rt_fence(err, sizeof err) == 0, "%s", err);
+    fence_progressing();
     hashi_transport_mem_dereg(&mem);
     hashi_transport_finalize();
     hashi_wake_detach();

@@ -139,8 +139,20 @@ enum hashi_am_rndv {
     HASHI_AM_RNDV_AUTO,     /* put when the receive came first, get when the send did, chunked without RMA */
     HASHI_AM_RNDV_GET,      /* always get (send-first handshake) */
     HASHI_AM_RNDV_CHUNKED,  /* receiver answers CTS, sender streams fragments (rounds of max_send) */
-    HASHI_AM_RNDV_PUT       /* always put (receive-first handshake) */
+    HASHI_AM_RNDV_PUT,      /* always put (receive-first handshake) */
+    HASHI_AM_RNDV_SPLIT     /* always split (below), whoever came first */
 };
+
+/*
+ * Split rendezvous (devices with get and put): both cores copy at once. On
+ * the match the receiver answers CTS with a key of its own buffer and the
+ * offset `from`, reads [0, from) of the sender's buffer itself and answers
+ * FIN_SPLIT, while the sender puts [from, size) with the PUT_DONE notice.
+ * After hashi_am_core_init: messages of at least min_bytes (0: never, unless
+ * the mode is HASHI_AM_RNDV_SPLIT) split in AUTO mode; the receiver reads
+ * pull_percent of each (rounded to 4 KiB).
+ */
+void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent);
 
 /*
  * Set the core up on top of a device. eager_limit: largest payload sent

@@ -22,7 +22,12 @@
  *               buffer, and the sender puts the data there; the last piece
  *               carries the PUT_DONE notice, which the device hands over
  *               only once the data is visible (no separate FIN round).
- * ACK, FIN and PUT_DONE travel as 8-byte notices when the device has them
+ *               A keyed CTS carries, after the key, the 8-byte offset
+ *               `from` where the put starts: 0, or in a split rendezvous
+ *               (am.h) the end of the part the receiver reads itself with
+ *               get() while the sender puts the rest; FIN_SPLIT tells the
+ *               sender that read is over.
+ * ACK, FIN, FIN_SPLIT and PUT_DONE travel as 8-byte notices when the device has them
  * (DIMMnet's AOTF), else as header-only messages.
  * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
  * pair and are matched in that order even if the device reorders them (a
@@ -46,7 +51,7 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 enum am_type {
-    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE
+    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE, AM_FIN_SPLIT
 };
 
 struct am_hdr {
@@ -82,6 +87,7 @@ struct am_send_state {
     int frags_out;
     uint8_t busy, again;    /* stream_more running / asked to run again (callbacks may nest) */
     uint8_t put_rkey_len;   /* receive-first: the receiver's key (0: chunked fragments) */
+    uint8_t split_fin;      /* FIN_SPLIT overtook the CTS */
     unsigned char put_rkey[HASHI_AM_RKEY_MAX];
 };
 
@@ -94,8 +100,10 @@ struct am_recv_state {
     uint32_t peer_cookie;   /* the sender's request */
     uint64_t size;          /* message bytes */
     uint64_t want;          /* bytes placed: min(size, buffer) */
+    uint64_t get_end;       /* get() reads [0, get_end): want, or the receiver's part of a split */
     uint64_t issued, landed;
     int gets_out;
+    uint8_t parts;          /* split: its read's FIN and the sender's PUT_DONE, both needed to complete */
     uint8_t busy, again;    /* rndv_get_more running / asked to run again */
     uint8_t rkey_len;
     unsigned char rkey[HASHI_AM_RKEY_MAX];
@@ -155,6 +163,8 @@ static struct am_core {
     int use_put;            /* receivers may register theirs for the sender's put */
     int use_notice;         /* ACK / FIN / PUT_DONE as device notices */
     enum hashi_am_rndv rndv;
+    size_t split_min;       /* AUTO: split messages of at least this many bytes (0: never) */
+    unsigned split_pull;    /* percent of a split message the receiver reads */
     struct hashi_mq mq;
     struct hashi_cookies cookies;
     struct am_peer *peers;  /* by world rank */
@@ -174,7 +184,7 @@ static uint64_t notice_value(uint8_t type, uint32_t cookie)
 static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size,
                          hashi_am_done_fn done, void *arg)
 {
-    if (core.use_notice && (type == AM_ACK || type == AM_FIN)) {
+    if (core.use_notice && (type == AM_ACK || type == AM_FIN || type == AM_FIN_SPLIT)) {
         if (core.am->notice(dest, notice_value(type, cookie)) == 0) {
             if (done)
                 done(arg, 0);
@@ -219,11 +229,23 @@ static void send_progressed(struct MPI_ABI_Request *req, unsigned cleared)
 
 static void complete_recv(struct MPI_ABI_Request *req);
 
+/* One part of a receive is over; the last one completes it (a split
+ * rendezvous has two, everything else one). */
+static void recv_part_done(struct MPI_ABI_Request *req)
+{
+    struct am_recv_state *r = recv_state(req);
+    if (r->parts > 1) {
+        r->parts--;
+        return;
+    }
+    complete_recv(req);
+}
+
 /* The answer (ACK / FIN) a receive owed its sender is handed over. */
 static void answered(void *arg, int status)
 {
     (void)status;  /* the receive has its data either way; send_control logged a failure */
-    complete_recv(arg);
+    recv_part_done(arg);
 }
 
 static void complete_recv(struct MPI_ABI_Request *req)
@@ -251,7 +273,7 @@ static void rndv_recv_finished(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
     if (r->rkey_len)
-        send_control(r->peer_world, AM_FIN, r->peer_cookie, 0, 0, answered, req);
+        send_control(r->peer_world, r->parts ? AM_FIN_SPLIT : AM_FIN, r->peer_cookie, 0, 0, answered, req);
     else
         complete_recv(req);
 }
@@ -281,8 +303,8 @@ static void rndv_get_more(struct MPI_ABI_Request *req)
     r->busy = 1;
     do {
         r->again = 0;
-        while (!r->error && r->issued < r->want && r->gets_out < RNDV_WINDOW) {
-            uint64_t left = r->want - r->issued;
+        while (!r->error && r->issued < r->get_end && r->gets_out < RNDV_WINDOW) {
+            uint64_t left = r->get_end - r->issued;
             size_t piece = left < core.am->max_get ? (size_t)left : core.am->max_get;
             uint64_t offset = r->issued;
             r->issued += piece;
@@ -296,12 +318,14 @@ static void rndv_get_more(struct MPI_ABI_Request *req)
         }
     } while (r->again);
     r->busy = 0;
-    if (r->gets_out == 0 && (r->issued == r->want || r->error))
+    if (r->gets_out == 0 && (r->issued == r->get_end || r->error))
         rndv_recv_finished(req);
 }
 
-/* Receive-first: offer our buffer to the sender's put. 0, or -1 to fall back. */
-static int rndv_put_offer(struct MPI_ABI_Request *req)
+/* Offer our buffer to the sender's put of [from, want). 0: offered; 1: the
+ * offer failed and completed the receive with an error; -1: nothing was sent
+ * (fall back to another way). */
+static int rndv_put_offer(struct MPI_ABI_Request *req, uint64_t from)
 {
     struct am_recv_state *r = recv_state(req);
     unsigned char wire[sizeof(struct am_hdr) + HASHI_AM_RKEY_MAX];
@@ -321,14 +345,31 @@ static int rndv_put_offer(struct MPI_ABI_Request *req)
     }
     h.cookie2 = r->cookie;
     memcpy(wire, &h, sizeof h);
-    if (core.am->send(r->peer_world, wire, sizeof h + core.am->rkey_size, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL,
-                      NULL) != 0) {
+    /* The header and key fill HASHI_AM_HDR_MAX: `from` travels as the payload. */
+    if (core.am->send(r->peer_world, wire, sizeof h + core.am->rkey_size, &from, sizeof from,
+                      HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
         hashi_log("matching core: offering a receive buffer to rank %d failed", r->peer_world);
         r->error = MPI_ERR_OTHER;
         r->want = 0;
         complete_recv(req);
+        return 1;
     }
     return 0;  /* PUT_DONE completes the receive */
+}
+
+/* Where a split of this receive starts the sender's put: the receiver reads
+ * [0, from) itself. 0: do not split. */
+static uint64_t rndv_split_point(const struct am_recv_state *r)
+{
+    if (!core.use_get || !core.use_put || !r->rkey_len)
+        return 0;
+    if (core.rndv != HASHI_AM_RNDV_SPLIT && !(core.rndv == HASHI_AM_RNDV_AUTO && core.split_min &&
+                                               r->want >= core.split_min))
+        return 0;
+    /* Whole pages each (CMA pins pages; a page read by both sides costs twice). */
+    uint64_t from = r->want / 100 * core.split_pull + r->want % 100 * core.split_pull / 100;
+    from &= ~(uint64_t)4095;
+    return from < r->want ? from : 0;
 }
 
 /* Which side moves a rendezvous message's data (see enum hashi_am_rndv). */
@@ -346,10 +387,25 @@ static void rndv_recv_start(struct MPI_ABI_Request *req, int posted_first)
 {
     struct am_recv_state *r = recv_state(req);
     r->want = r->size < req->dev_bytes ? r->size : req->dev_bytes;
+    r->get_end = r->want;
     r->issued = r->landed = 0;
     r->gets_out = 0;
     r->busy = r->again = 0;
-    if (rndv_wants_put(r, posted_first) && rndv_put_offer(req) == 0)
+    r->parts = 0;
+    uint64_t from = rndv_split_point(r);
+    if (from) {
+        /* Both parts at once: the sender's put starts on our CTS while we read. */
+        int rc = rndv_put_offer(req, from);
+        if (rc == 1)
+            return;
+        if (rc == 0) {
+            r->parts = 2;
+            r->get_end = from;
+            rndv_get_more(req);
+            return;
+        }
+    }
+    if (rndv_wants_put(r, posted_first) && rndv_put_offer(req, 0) >= 0)
         return;
     if (r->rkey_len) {
         rndv_get_more(req);
@@ -570,6 +626,20 @@ static void frag_done(void *arg, int status)
     stream_more(req);
 }
 
+/* A split's receiver finished reading its part. Notices are not ordered with
+ * messages, so this may overtake the CTS: the send then waits for the CTS
+ * instead (the put is still to do). */
+static void split_fin_arrived(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    if (!s->put_rkey_len) {
+        s->split_fin = 1;
+        s->waiting = (s->waiting & ~WAIT_FIN) | WAIT_CTS;
+        return;
+    }
+    send_progressed(req, WAIT_FIN);
+}
+
 static void control_arrival(const struct am_hdr *h, const unsigned char *body, size_t body_len)
 {
     struct MPI_ABI_Request *req = hashi_cookie_get(&core.cookies, h->type == AM_DATA ? h->cookie2 : h->cookie);
@@ -584,11 +654,17 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
     case AM_FIN:
         send_progressed(req, WAIT_FIN);
         break;
+    case AM_FIN_SPLIT:
+        split_fin_arrived(req);
+        break;
     case AM_CTS: {
         struct am_send_state *s = send_state(req);
         s->peer_cookie = h->cookie2;
         s->want = h->size < req->dev_bytes ? h->size : req->dev_bytes;
-        s->sent = 0;
+        uint64_t from = 0;
+        if (h->rkey_len && body_len >= (size_t)h->rkey_len + sizeof from)
+            memcpy(&from, body + h->rkey_len, sizeof from);
+        s->sent = from < s->want ? from : s->want;
         s->frags_out = 0;
         s->busy = s->again = 0;
         s->put_rkey_len = h->rkey_len;
@@ -600,8 +676,10 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
             }
             memcpy(s->put_rkey, body, h->rkey_len);
         }
-        /* Receive-first answers a keyed RTS too: no FIN follows then. */
-        s->waiting = (s->waiting & ~(WAIT_CTS | WAIT_FIN)) | WAIT_LOCAL;
+        /* Receive-first answers a keyed RTS too: no FIN follows then, unless
+         * the receiver reads [0, from) itself (split). */
+        unsigned fin = from && !s->split_fin ? WAIT_FIN : 0;
+        s->waiting = (s->waiting & ~(WAIT_CTS | WAIT_FIN)) | WAIT_LOCAL | fin;
         stream_more(req);
         break;
     }
@@ -639,6 +717,7 @@ void hashi_am_deliver(const void *msg, size_t len)
         break;
     case AM_ACK:
     case AM_FIN:
+    case AM_FIN_SPLIT:
     case AM_CTS:
     case AM_DATA:
         control_arrival(&h, bytes + sizeof h, len - sizeof h);
@@ -664,9 +743,12 @@ void hashi_am_deliver_notice(int src, uint64_t value)
     case AM_FIN:
         send_progressed(req, WAIT_FIN);
         break;
+    case AM_FIN_SPLIT:
+        split_fin_arrived(req);
+        break;
     case AM_PUT_DONE:
         recv_state(req)->landed = recv_state(req)->want;
-        complete_recv(req);
+        recv_part_done(req);
         break;
     default:
         hashi_log("matching core: dropping a notice of unknown type %u from rank %d", type, src);
@@ -769,6 +851,29 @@ static int am_isend(struct MPI_ABI_Request *req)
     return MPI_SUCCESS;
 }
 
+/* The blocking standard send of an eager message: the same EAGER message
+ * am_isend sends, handed to the device as buffered (it copies what it must
+ * queue), so it is complete at once and needs no request. */
+static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uint32_t context_id,
+                       int my_comm_rank)
+{
+    if (len > core.eager_limit)
+        return HASHI_DEVICE_P2P_DECLINE;
+    if (dest_world < 0 || dest_world >= core.npeers)
+        return MPI_ERR_RANK;
+    if (tag < 0)
+        return MPI_ERR_TAG;
+    struct am_peer *peer = &core.peers[dest_world];
+    struct am_hdr h = {
+        .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
+        .tag = tag, .seq = peer->send_seq, .size = len,
+    };
+    if (core.am->send(dest_world, &h, sizeof h, buf, len, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0)
+        return MPI_ERR_OTHER;
+    peer->send_seq++;
+    return MPI_SUCCESS;
+}
+
 static int am_irecv(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
@@ -861,14 +966,20 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
     }
     int can_put = (am->flags & HASHI_AM_CAP_PUT) && am->put && am->mem_reg && am->mem_dereg && am->max_put &&
                   am->rkey_size <= HASHI_AM_RKEY_MAX;
+    if (rndv == HASHI_AM_RNDV_SPLIT && !(can_get && can_put)) {
+        snprintf(err, errlen, "matching core: split rendezvous requested, but device %s cannot both read and write "
+                 "remote memory", am->name);
+        return -1;
+    }
     if (rndv == HASHI_AM_RNDV_PUT && !can_put) {
         snprintf(err, errlen, "matching core: rendezvous by put requested, but device %s cannot write remote memory",
                  am->name);
         return -1;
     }
     core.rndv = rndv;
-    core.use_get = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_GET) && can_get;
-    core.use_put = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_PUT) && can_put;
+    core.use_get = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_GET || rndv == HASHI_AM_RNDV_SPLIT) && can_get;
+    core.use_put = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_PUT || rndv == HASHI_AM_RNDV_SPLIT) && can_put;
+    core.split_pull = 50;
     core.use_notice = (am->flags & HASHI_AM_CAP_NOTICE) && am->notice;
     core.npeers = hashi_job.size;
     core.peers = calloc((size_t)core.npeers, sizeof *core.peers);
@@ -886,6 +997,7 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         .imrecv = am_imrecv,
         .cancel_recv = am_cancel_recv,
         .cancel_send = NULL,
+        .send_now = am_send_now,
         .progress = am_progress,
         .eager_limit = core.eager_limit,
         .tag_ub = INT_MAX,
@@ -897,6 +1009,12 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
                                              : "chunked messages",
                 core.use_notice ? ", control by notices" : "");
     return 0;
+}
+
+void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent)
+{
+    core.split_min = min_bytes;
+    core.split_pull = pull_percent < 100 ? pull_percent : 100;
 }
 
 static void free_unexp(struct hashi_mq_unexp *u, void *arg)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "device/common/am.h"
+#include "device/device.h"
 #include "transport/transport.h"
 
 /* ---- wire: every block (BOTF) starts with this header ---- */
@@ -41,7 +42,11 @@ struct dn_area_msg {
 
 /* ---- LLCM layout (every rank's; offsets are the same job-wide) ----
  *   [0, DN_BARRIER_BYTES)          barrier epoch flags, one word per round
- *   DN_FLAGS_BASE + s * stride     the flag area written by peer s         */
+ *   DN_FLAGS_BASE + s * stride     the flag area written by peer s
+ *   coll_base + l * coll_stride    the collective area written by the rank
+ *                                  with local index l (dimmnet_coll.c):
+ *                                  coll_base is the first 64-byte boundary
+ *                                  after the last flag area             */
 #define DN_BARRIER_ROUNDS 32
 #define DN_BARRIER_BYTES (DN_BARRIER_ROUNDS * 8)
 #define DN_FLAGS_BASE 512
@@ -59,16 +64,41 @@ struct dn_flag_area {
     uint64_t bufstat[];  /* per buffer of this rank's receive area for s: DN_VALID | length (PUSH signal) */
 };
 
+/*
+ * A collective area: what one local source rank stores into this rank's
+ * LLCM for the flat LLCM collectives. A ring of slots (2 .. DN_COLL_SLOTS_MAX,
+ * as many as fit the LLCM), used in turn by the pair sequence (collectives in
+ * which the two ranks exchanged data, counted on both sides), each the
+ * payload (HASHI_DIMMNET_COLL_MAX bytes rounded up to DN_COLL_ALIGN) followed
+ * by its flag word, which holds the full pair sequence of the data and is
+ * stored after it (tiny writes of one initiator land in issue order).
+ *   +0                         ack: the last pair sequence at which the
+ *                              source consumed a broadcast of ours
+ *   +DN_COLL_HDR + j * slot    slot j = seq mod slots: payload, then the flag
+ * slot = payload + DN_COLL_ALIGN; the area is rounded to 64 bytes.
+ */
+#define DN_COLL_HDR 16
+#define DN_COLL_SLOTS_MAX 8   /* how far a broadcast root may run ahead */
+#define DN_COLL_ALIGN 16   /* payloads are reduced in place: aligned like any basic type */
+
 /* Counters (HASHI_DIMMNET_STATS prints them at MPI_Finalize). */
 struct dn_stats {
     uint64_t aotf, botf, botf_packets, window[2], push, pull, put, area_requests;
     uint64_t credit_waits, ring_waits, notices_in, blocks_in, barriers;
+    /* LLCM collectives (barriers above counts both barrier kinds) */
+    uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits;
 };
 
 /* Shared between the device's files. */
 extern struct dn_stats hashi_dn_stats;
 int hashi_dn_progress(void);
-int hashi_dn_barrier(struct MPI_ABI_Comm *comm);
-void hashi_dn_barrier_init(void);
+
+/* LLCM collectives (dimmnet_coll.c). hashi_dn_coll_ops fills the device's
+ * table from the parameters (at init); hashi_dn_coll_init lays the
+ * collective area out after the flag areas, which end at flags_end (at
+ * connect: the LLCM exists); 0, or -1 with a message. */
+void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops);
+int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen);
+void hashi_dn_coll_finalize(void);
 
 #endif

@@ -162,7 +162,6 @@ __attribute__((noreturn)) static void reject(int peer, const char *what, uint32_
              "dimmnet: rank %d rejected %s from rank %d: process-group id %#" PRIx32
              " is not this job's (%#" PRIx32 "); a foreign process wrote into this rank's flag area",
              hashi_job.rank, what, peer, pgid, dn.pgid);
-    hashi_log("%s", msg);
     hashi_rt_abort(MPI_ERR_OTHER, msg);
 }
 
@@ -257,18 +256,21 @@ static void copy_message(unsigned char *dst, const struct dn_op *op, size_t from
         memcpy(dst, (const unsigned char *)op->data + (from - op->hdr_len), n);
 }
 
-static int send_block(int peer, const struct dn_op *op)
+/* BOTF: the core message (header, then payload) in one block. */
+static int send_block(int peer, const void *hdr, size_t hdr_len, const void *data, size_t len)
 {
     const struct hashi_tl_ops *tl = hashi_tl(peer);
-    size_t total = op->hdr_len + op->len;
+    size_t total = DN_HDR_SIZE + hdr_len + len;
     int rc;
-    unsigned char *slot = tl->block_alloc(peer, DN_HDR_SIZE + total, &rc);
+    unsigned char *slot = tl->block_alloc(peer, total, &rc);
     if (!slot)
         return rc;
     struct dn_hdr h = { .type = DN_MSG, .pgid = dn.pgid };
     memcpy(slot, &h, sizeof h);
-    copy_message(slot + DN_HDR_SIZE, op, 0, total);
-    tl->block_kick(peer, DN_HDR_SIZE + total);
+    memcpy(slot + DN_HDR_SIZE, hdr, hdr_len);
+    if (len)
+        memcpy(slot + DN_HDR_SIZE + hdr_len, data, len);
+    tl->block_kick(peer, total);
     hashi_dn_stats.botf++;
     return 0;
 }
@@ -372,7 +374,7 @@ static int try_send(int peer, struct dn_op *op)
     size_t total = op->hdr_len + op->len;
     int push = op->len > 0 && op->len >= dn.push_min;
     if (!sp->started && !push && total <= dn.botf_payload) {
-        int rc = send_block(peer, op);
+        int rc = send_block(peer, op->hdr, op->hdr_len, op->data, op->len);
         if (rc == -EAGAIN)
             hashi_dn_stats.ring_waits++;
         return rc;
@@ -420,6 +422,20 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     if (dest < 0 || dest >= dn.npeers || hdr_len > HASHI_AM_HDR_MAX || hdr_len + len > dn.buf_size)
         return -1;
     struct dn_peer *p = &dn.peers[dest];
+    /* The common case first: nothing queued before it and one BOTF block
+     * carries it (what try_send would do, without building an op). */
+    int one_block = hdr_len + len <= dn.botf_payload && (len == 0 || len < dn.push_min);
+    if (one_block && !p->q_head && say_hello(dest) == 0) {
+        int rc = send_block(dest, hdr, hdr_len, data, len);
+        if (rc == 0) {
+            if (done)
+                done(arg, 0);
+            return 0;
+        }
+        if (rc != -EAGAIN)
+            return -1;
+        hashi_dn_stats.ring_waits++;
+    }
     struct dn_op op;
     op.kind = OP_SEND;
     op.sp = (struct dn_send_progress){ 0 };
@@ -428,7 +444,7 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     op.data = data;
     op.copy = NULL;
     memcpy(op.hdr, hdr, hdr_len);
-    if (!p->q_head && say_hello(dest) == 0) {
+    if (!one_block && !p->q_head && say_hello(dest) == 0) {
         int rc = try_send(dest, &op);
         if (rc == 0) {
             if (done)
@@ -940,11 +956,19 @@ static int dn_init(char *err, size_t errlen)
     enum hashi_am_rndv mode = strcasecmp(rndv, "pull") == 0     ? HASHI_AM_RNDV_GET
                               : strcasecmp(rndv, "push") == 0   ? HASHI_AM_RNDV_PUT
                               : strcasecmp(rndv, "rounds") == 0 ? HASHI_AM_RNDV_CHUNKED
+                              : strcasecmp(rndv, "split") == 0  ? HASHI_AM_RNDV_SPLIT
                                                                 : HASHI_AM_RNDV_AUTO;
+    int64_t split_pull = hashi_param_int(HASHI_P_DIMMNET_SPLIT_PULL);
+    if (split_pull < 0 || split_pull > 100) {
+        snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_SPLIT_PULL=%" PRId64 " must be a percentage (0 .. 100)",
+                 split_pull);
+        return -1;
+    }
     if (hashi_am_core_init(&dn.ops, (size_t)eager, mode, err, errlen) != 0)
         return -1;
+    hashi_am_core_set_split((size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN), (unsigned)split_pull);
     hashi_device_dimmnet.p2p = hashi_am_p2p_ops;
-    hashi_device_dimmnet.coll.barrier = hashi_param_int(HASHI_P_DIMMNET_BARRIER) ? hashi_dn_barrier : NULL;
+    hashi_dn_coll_ops(&hashi_device_dimmnet.coll);
     return 0;
 }
 
@@ -975,7 +999,8 @@ static int dn_connect(char *err, size_t errlen)
     for (int i = 0; i < DN_STAGE_SLOTS; i++)
         dn.stage.free_list[i] = i;
     dn.stage.nfree = DN_STAGE_SLOTS;
-    hashi_dn_barrier_init();
+    if (hashi_dn_coll_init(DN_FLAGS_BASE + (size_t)dn.npeers * dn.flag_stride, err, errlen) != 0)
+        return -1;
     dn.up = 1;
     HASHI_DEBUG(1, "dimmnet: BOTF blocks of %zu bytes (%zu of payload), %u receive buffers of %zu bytes per sender, "
                 "eager up to %zu bytes, PUSH from %zu bytes, process group %#" PRIx32,
@@ -991,9 +1016,11 @@ static void print_stats(void)
             "dimmnet stats rank %d: aotf %" PRIu64 " botf %" PRIu64 " packets %" PRIu64 " (window0 %" PRIu64
             " window1 %" PRIu64 ") push %" PRIu64 " put %" PRIu64 " pull %" PRIu64 " area_requests %" PRIu64
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
-            " llcm_barriers %" PRIu64 "\n",
+            " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
+            " llcm_slot_waits %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
-            s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers);
+            s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
+            s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits);
 }
 
 static void dn_finalize(void)
@@ -1001,6 +1028,7 @@ static void dn_finalize(void)
     if (dn.print_stats)
         print_stats();
     hashi_am_core_finalize();
+    hashi_dn_coll_finalize();
     for (int r = 0; dn.peers && r < dn.npeers; r++) {
         struct dn_peer *p = &dn.peers[r];
         for (struct dn_op **head = &p->q_head; head; head = head == &p->q_head ? &p->n_head : NULL) {

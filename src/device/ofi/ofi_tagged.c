@@ -466,6 +466,22 @@ static int t_isend(struct MPI_ABI_Request *req)
     return MPI_SUCCESS;  /* the answer receive owns the request now */
 }
 
+/* MPI_Send / MPI_Isend of an eager message: the same tagged message
+ * t_isend sends, injected or copied into a bounce buffer, so the send is
+ * complete at once and needs no request. */
+static int t_send_now(const void *buf, size_t len, int dest_world, int tag, uint32_t context_id, int my_comm_rank)
+{
+    if (len > hashi_ofi.eager_limit)
+        return HASHI_DEVICE_P2P_DECLINE;
+    if (tag < 0 || tag > OFI_TAG_UB)
+        return MPI_ERR_TAG;
+    if (my_comm_rank < 0 || my_comm_rank > OFI_MAX_SOURCE || dest_world < 0 || dest_world >= hashi_job.size)
+        return MPI_ERR_RANK;
+    if (context_id > OFI_MAX_CONTEXT)
+        return MPI_ERR_INTERN;
+    return send_copied(dest_world, ofi_tb_user(context_id, my_comm_rank, tag), buf, len, 0, 0, NULL, NULL);
+}
+
 /* ------------------------------------------------------------ receives */
 
 static void trecv_finish(struct MPI_ABI_Request *req, uint64_t bytes, int error)
@@ -1040,6 +1056,7 @@ int hashi_ofi_tagged_init(char *err, size_t errlen)
         .imrecv = t_imrecv,
         .cancel_recv = t_cancel_recv,
         .cancel_send = NULL,
+        .send_now = t_send_now,
         .progress = t_progress,
         .eager_limit = hashi_ofi.eager_limit,
         .tag_ub = OFI_TAG_UB,

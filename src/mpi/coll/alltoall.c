@@ -18,6 +18,8 @@
  */
 #include "mpi/coll/coll_data.h"
 
+#include "device/device.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +217,42 @@ static int alltoall_bruck(struct hashi_sched *s, const struct MPI_ABI_Comm *c, c
     return hashi_sched_callback(s, bruck_finish, st);
 }
 
+/* ---- the device's alltoall (blocking calls) ---- */
+
+/*
+ * Contiguous bytes to the device: buffers whose n blocks are contiguous go
+ * in place, others (and MPI_IN_PLACE's input) are packed up to the device's
+ * max_bytes, so that the byte count alone decides, equally on every member.
+ * HASHI_DEVICE_COLL_DECLINE when the device has no alltoall or declines.
+ */
+static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
+                           MPI_Count rcount, const struct MPI_ABI_Datatype *rt, size_t blk, struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.alltoall || blk > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size;
+    size_t total = blk * (size_t)n;
+    int send_packed = sendbuf == MPI_IN_PLACE || !hashi_type_is_contig_count(st, scount * n);
+    int recv_packed = !hashi_type_is_contig_count(rt, rcount * n);
+    char small[512];
+    size_t need = (send_packed ? total : 0) + (recv_packed ? total : 0);
+    char *tmp = need <= sizeof small ? small : malloc(need);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    if (sendbuf == MPI_IN_PLACE)
+        hashi_type_pack(recvbuf, rcount * n, rt, 0, tmp, total);
+    else if (send_packed)
+        hashi_type_pack(sendbuf, scount * n, st, 0, tmp, total);
+    const char *src = send_packed ? tmp : (const char *)sendbuf + st->true_lb;
+    char *dst = recv_packed ? tmp + (send_packed ? total : 0) : (char *)recvbuf + rt->true_lb;
+    int rc = hashi_device->coll.alltoall(src, dst, blk, c);
+    if (rc == MPI_SUCCESS && recv_packed)
+        hashi_type_unpack(recvbuf, rcount * n, rt, 0, dst, total);
+    if (tmp != small)
+        free(tmp);
+    return rc;
+}
+
 /* ---- the three calls ---- */
 
 static int alltoall(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
@@ -239,6 +277,13 @@ static int alltoall(const struct hashi_coll_call *call, const void *sendbuf, MPI
                                       .type = rtype };
     struct hashi_coll_blocks send = { .buf = (char *)sendbuf, .count = scount,
                                       .stride = st ? scount * hashi_type_extent(st) : 0, .type = stype };
+    if (call->mode == HASHI_COLL_BLOCKING && n > 1 && blk > 0) {
+        rc = device_alltoall(sendbuf, scount, st, recvbuf, rcount, rt, blk, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's alltoall failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
     if (s && blk > 0) {
         enum hashi_alltoall_alg alg = hashi_coll_alltoall_alg(c, blk);

@@ -12,6 +12,8 @@
 
 #include "device/device.h"
 
+#include <stdlib.h>
+
 static int real_rank(int vr, int root, int n)
 {
     return (vr + root) % n;
@@ -112,6 +114,32 @@ int hashi_coll_build_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MP
     return bcast_binomial(s, buf, count, type, root, c);
 }
 
+/* The device's broadcast: contiguous data in place, other layouts packed up
+ * to the device's max_bytes (the root's and a receiver's types may differ:
+ * the byte count alone must decide, equally on every member). */
+static int device_bcast(void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t, size_t bytes, int root,
+                        struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.bcast)
+        return HASHI_DEVICE_COLL_DECLINE;
+    if (hashi_type_is_contig_count(t, count))
+        return hashi_device->coll.bcast((char *)buf + t->true_lb, bytes, root, c);
+    if (bytes > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    char small[256];
+    char *tmp = bytes <= sizeof small ? small : malloc(bytes);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    if (c->rank == root)
+        hashi_type_pack(buf, count, t, 0, tmp, bytes);
+    int rc = hashi_device->coll.bcast(tmp, bytes, root, c);
+    if (rc == MPI_SUCCESS && c->rank != root)
+        hashi_type_unpack(buf, count, t, 0, tmp, bytes);
+    if (tmp != small)
+        free(tmp);
+    return rc;
+}
+
 static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count, MPI_Datatype type, int root,
                  MPI_Comm comm)
 {
@@ -131,13 +159,11 @@ static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count,
         size_t bytes = (size_t)hashi_type_bytes(t, count);
         if (c->size == 1 || bytes == 0)
             return MPI_SUCCESS;
-        if (hashi_device->coll.bcast && hashi_type_is_contig_count(t, count)) {
-            rc = hashi_device->coll.bcast((char *)buf + t->true_lb, bytes, root, c);
-            if (rc == MPI_SUCCESS)
-                return MPI_SUCCESS;
-            if (rc != HASHI_DEVICE_COLL_DECLINE)
-                return hashi_err_comm(func, comm, rc, "the device's broadcast failed");
-        }
+        rc = device_bcast(buf, count, t, bytes, root, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(func, comm, rc, "the device's broadcast failed");
     }
     struct hashi_sched *s = hashi_sched_create(c);
     rc = s ? hashi_coll_build_bcast(s, buf, count, type, root, c) : MPI_ERR_NO_MEM;

@@ -129,10 +129,40 @@ static int send_request(const char *func, const void *buf, MPI_Count count, MPI_
     return MPI_SUCCESS;
 }
 
+/*
+ * A small contiguous standard-mode send the device completes in the call
+ * (send_now): no request, no wait. HASHI_DEVICE_P2P_DECLINE when it is not
+ * one (the caller takes the request path), else the call's result.
+ */
+static int send_now(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                    int tag, MPI_Comm comm)
+{
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (dest == MPI_PROC_NULL || !hashi_type_is_contig(t))
+        return HASHI_DEVICE_P2P_DECLINE;
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    if (bytes > hashi_device->p2p.eager_limit)
+        return HASHI_DEVICE_P2P_DECLINE;
+    rc = hashi_device->p2p.send_now(bytes ? p2p_offset(buf, t->true_lb) : buf, bytes, hashi_comm_to_world(c, dest),
+                                    tag, c->context_id, c->rank);
+    if (rc == MPI_SUCCESS || rc == HASHI_DEVICE_P2P_DECLINE)
+        return rc;
+    return hashi_err_comm(func, comm, rc, "the device send of %zu bytes to rank %d failed", bytes, dest);
+}
+
 /* A blocking send: start, wait, and report the operation's error. */
 static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                          int tag, MPI_Comm comm, enum hashi_send_mode mode)
 {
+    if (mode != HASHI_SEND_SYNC && hashi_device->p2p.send_now) {
+        int now = send_now(func, buf, count, datatype, dest, tag, comm);
+        if (now != HASHI_DEVICE_P2P_DECLINE)
+            return now;
+    }
     struct MPI_ABI_Request *req;
     int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, 0, &req);
     if (rc != MPI_SUCCESS)
@@ -159,6 +189,21 @@ static int send_nonblocking(const char *func, const void *buf, MPI_Count count, 
     if (!request)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
     struct MPI_ABI_Request *req;
+    if (!persistent && mode != HASHI_SEND_SYNC && hashi_device->p2p.send_now) {
+        /* Sent in the call: the program gets a request that is already
+         * complete (what an eager send's request would be by its Wait). */
+        req = p2p_completed_request(HASHI_REQ_SEND, 0);
+        if (!req)
+            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+        int now = send_now(func, buf, count, datatype, dest, tag, comm);
+        if (now == MPI_SUCCESS) {
+            *request = req;
+            return MPI_SUCCESS;
+        }
+        hashi_request_free(req);
+        if (now != HASHI_DEVICE_P2P_DECLINE)
+            return now;
+    }
     int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, persistent, &req);
     if (rc != MPI_SUCCESS)
         return rc;

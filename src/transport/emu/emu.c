@@ -321,8 +321,7 @@ void hashi_emu_send_ctrl_later(int lpeer, enum emu_kind kind, const void *msg, s
         return;
     struct emu_deferred *d = malloc(sizeof *d);
     if (!d) {
-        hashi_log("emu transport: out of memory queueing a control message: aborting");
-        hashi_rt_abort(1, "emu transport: out of memory");
+        hashi_rt_abort(1, "emu transport: out of memory queueing a control message");
     }
     d->next = NULL;
     d->lpeer = lpeer;

@@ -115,6 +115,7 @@ struct emu_state {
     uint64_t *ring_tail;        /* consumer positions of my inbound rings (private copy) */
     /* Per-size RMA choice. */
     size_t pipe_min, pipe_max;
+    size_t cma_defer;           /* CMA copies of at least this many bytes run from progress (0: never) */
     int cma_allowed;
 };
 extern struct emu_state emu;

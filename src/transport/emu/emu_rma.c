@@ -14,6 +14,9 @@
  *   window has one producer at a time, claimed by a compare-and-swap on its
  *   owner word; whoever consumes the last chunk frees it.
  * Completions are queued and run from progress (never inside put / get).
+ * Large CMA copies (HASHI_EMU_CMA_DEFER) run from progress too, one per call
+ * in issue order: a rank that matches many rendezvous at once then answers
+ * all of them (CTS) before copying, and the peer copies its parts meanwhile.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,7 +39,7 @@ struct emu_reg {
     size_t len;
 };
 
-enum op_state { ST_CLAIM, ST_START, ST_STREAM, ST_WAIT_ACK };
+enum op_state { ST_CLAIM, ST_START, ST_STREAM, ST_WAIT_ACK, ST_CMA };
 
 /* An initiator's put or get. */
 struct emu_op {
@@ -76,6 +79,7 @@ struct served_get {
 static struct emu_reg *regs;
 static uint32_t next_regid = 1;
 static struct emu_op *pending, *completed, **completed_tail = &completed;
+static struct emu_op *cma_queue, **cma_tail = &cma_queue;   /* deferred CMA copies, in issue order */
 static struct incoming_put incoming;
 static struct served_get *serving;
 static int cma_warned;
@@ -87,6 +91,7 @@ int hashi_emu_rma_init(char *err, size_t errlen)
     emu.cma_allowed = strcmp(hashi_param_str(HASHI_P_EMU_CMA), "off") != 0;
     emu.pipe_min = (size_t)hashi_param_int(HASHI_P_EMU_PIPE_MIN);
     emu.pipe_max = (size_t)hashi_param_int(HASHI_P_EMU_PIPE_MAX);
+    emu.cma_defer = (size_t)hashi_param_int(HASHI_P_EMU_CMA_DEFER);
     return 0;
 }
 
@@ -288,6 +293,39 @@ static int check_key(struct emu_peer *p, const struct hashi_tl_rkey *rkey, uint6
     return 0;
 }
 
+/* Hand op to the staged path (PUT_START / GET_REQ through the window). */
+static void stage(struct emu_op *op)
+{
+    op->state = ST_CLAIM;
+    op->next = pending;
+    pending = op;
+}
+
+/* Move op's bytes now: memcpy to oneself, else CMA, then store the signal and
+ * queue the completion. A copy the kernel refuses goes staged instead. */
+static void single_copy(struct emu_op *op)
+{
+    struct emu_peer *p = &emu.peer[op->lpeer];
+    uint64_t remote = op->msg.addr;
+    int rc = 0;
+    if (op->lpeer == emu.me)
+        memcpy(op->is_put ? (void *)(uintptr_t)remote : op->local,
+               op->is_put ? op->local : (void *)(uintptr_t)remote, op->len);
+    else if (op->len)
+        rc = cma_copy(op->is_put, p->pid, op->local, remote, op->len);
+    if (rc == -EPERM || rc == -ENOSYS) {
+        cma_disable(p, cma_reason(-rc));
+        stage(op);
+        return;
+    }
+    if (rc == 0 && op->msg.sig_size) {
+        atomic_thread_fence(memory_order_seq_cst);   /* the signal lands after the data */
+        hashi_emu_store(p->hdr, op->msg.sig_off, op->msg.sig_val, op->msg.sig_size);
+        hashi_wake_peer(p->world);
+    }
+    complete(op, rc);
+}
+
 static int start(int is_put, int peer, unsigned char *local, size_t len, const struct hashi_tl_rkey *rkey,
                  uint64_t offset, const struct hashi_tl_signal *sig, hashi_tl_done_fn done, void *arg)
 {
@@ -304,25 +342,6 @@ static int start(int is_put, int peer, unsigned char *local, size_t len, const s
         return -ENOMEM;
     uint64_t remote = k.addr + offset;
     int staged = p->cma && (!emu.pipe_min || len < emu.pipe_min || (emu.pipe_max && len > emu.pipe_max)) ? 0 : 1;
-    if (lp == emu.me || len == 0 || !staged) {
-        int rc = 0;
-        if (lp == emu.me)
-            memcpy(is_put ? (void *)(uintptr_t)remote : local, is_put ? local : (void *)(uintptr_t)remote, len);
-        else if (len)
-            rc = cma_copy(is_put, p->pid, local, remote, len);
-        if (rc == -EPERM || rc == -ENOSYS) {
-            cma_disable(p, cma_reason(-rc));
-            goto stage;
-        }
-        if (rc == 0 && sig) {
-            atomic_thread_fence(memory_order_seq_cst);   /* the signal lands after the data */
-            hashi_emu_store(p->hdr, sig->offset, sig->value, sig->size);
-            hashi_wake_peer(peer);
-        }
-        complete(op, rc);
-        return 0;
-    }
-stage:
     op->msg.cookie = (uint64_t)(uintptr_t)op;
     op->msg.addr = remote;
     op->msg.len = len;
@@ -332,9 +351,17 @@ stage:
         op->msg.sig_val = sig->value;
         op->msg.sig_size = sig->size;
     }
-    op->state = ST_CLAIM;
-    op->next = pending;
-    pending = op;
+    if (lp != emu.me && !staged && emu.cma_defer && len >= emu.cma_defer) {
+        op->state = ST_CMA;
+        *cma_tail = op;
+        cma_tail = &op->next;
+        return 0;
+    }
+    if (lp == emu.me || len == 0 || !staged) {
+        single_copy(op);
+        return 0;
+    }
+    stage(op);
     return 0;
 }
 
@@ -468,6 +495,15 @@ static int serve(void)
 int hashi_emu_rma_progress(void)
 {
     int n = 0;
+    if (cma_queue) {
+        /* One deferred copy per call: the caller polls its rings in between. */
+        struct emu_op *op = cma_queue;
+        cma_queue = op->next;
+        if (!cma_queue)
+            cma_tail = &cma_queue;
+        single_copy(op);
+        n++;
+    }
     if (completed) {
         /* done() may start new operations: run the list as it was. */
         struct emu_op *list = completed;
@@ -493,6 +529,12 @@ int hashi_emu_rma_progress(void)
 
 void hashi_emu_rma_finalize(void)
 {
+    while (cma_queue) {
+        struct emu_op *op = cma_queue;
+        cma_queue = op->next;
+        free(op);
+    }
+    cma_tail = &cma_queue;
     while (pending) {
         struct emu_op *op = pending;
         pending = op->next;

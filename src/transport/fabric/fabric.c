@@ -208,16 +208,24 @@ static uint64_t credit_cqdata(int count)
     return FAB_CQ_CREDIT_OFFSET << FAB_CQ_VALUE_BITS | (uint64_t)hashi_job.rank << 16 | (uint64_t)count;
 }
 
-/* Send the credits owed, as far as the provider takes them now (never waits). */
+/*
+ * Send the credits owed, as far as the provider takes them now (never
+ * waits). A peer the provider refuses for now (its queue is full, or rxm is
+ * still connecting to it, which needs that peer's progress) stays listed
+ * and does not hold back the others' credits.
+ */
 static void flush_owed(void)
 {
-    while (fab.owed_count) {
-        int src = fab.owed_list[fab.owed_count - 1];
+    size_t kept = 0;
+    for (size_t i = 0; i < fab.owed_count; i++) {
+        int src = fab.owed_list[i];
         struct fab_peer *p = &fab.peers[src];
         ssize_t rc = fi_inject_writedata(fab.ep, NULL, 0, credit_cqdata(p->owed), p->addr, p->bell_raddr,
                                          p->bell_key);
-        if (rc == -FI_EAGAIN)
-            return;
+        if (rc == -FI_EAGAIN) {
+            fab.owed_list[kept++] = src;
+            continue;
+        }
         if (rc)
             warn("returning credits (fi_inject_writedata)", rc);
         else
@@ -225,8 +233,8 @@ static void flush_owed(void)
         p->n_cred_sent += (uint64_t)p->owed;
         p->owed = 0;
         p->owed_listed = 0;
-        fab.owed_count--;
     }
+    fab.owed_count = kept;
 }
 
 /* A message from src was consumed (delivered, or copied out of the buffer). */
@@ -236,7 +244,7 @@ static void consumed(int src)
         return;
     struct fab_peer *p = &fab.peers[src];
     p->n_consumed++;
-    if (++p->owed >= fab.credits / 2 && !p->owed_listed) {
+    if (++p->owed >= fab.credit_batch && !p->owed_listed) {
         p->owed_listed = 1;
         fab.owed_list[fab.owed_count++] = src;
         flush_owed();
@@ -395,6 +403,11 @@ static void completion(const struct fi_cq_data_entry *e, int handle)
             struct fab_hdr h = { .src = UINT32_MAX };
             if (e->len >= sizeof h)
                 memcpy(&h, msg, sizeof h);
+            /* Credited before its handler runs: a handler may wait for
+             * credits at the sender, whose handler may be waiting for ours
+             * (with one credit nothing else would ever be returned). The
+             * buffer it occupies meanwhile is the spare post_receives adds. */
+            consumed((int)h.src);
             if (handle) {
                 res.busy = r;
                 deliver(msg, e->len);
@@ -402,7 +415,6 @@ static void completion(const struct fi_cq_data_entry *e, int handle)
             } else {
                 park_arrival(0, 0, msg, e->len);
             }
-            consumed((int)h.src);
         }
         /* Multi-receive: the provider hands the buffer back once it is used up;
          * not while a handler (whose send is waiting for room) still reads it. */
@@ -905,8 +917,10 @@ static int post_receives(char *err, size_t errlen)
         size_t per = size / fab.max_msg - 1;
         count = (share + per - 1) / per + 2;
     } else {
+        /* One more than the credits: a message is credited back before its
+         * handler returns, and its buffer is reposted only then. */
         size = fab.max_msg;
-        count = share;
+        count = share + 1;
     }
     res.nrbufs = count;
     res.rbufs = calloc(count, sizeof *res.rbufs);
@@ -976,12 +990,13 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
         return -1;
     }
     int64_t credits = hashi_param_int(HASHI_P_FABRIC_CREDITS);
-    if (credits < 2 || credits > 65535) {
-        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_CREDITS=%lld is out of range (2 .. 65535)",
+    if (credits < 1 || credits > 65535) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_CREDITS=%lld is out of range (1 .. 65535)",
                  (long long)credits);
         return -1;
     }
     fab.credits = (int)credits;
+    fab.credit_batch = fab.credits / 2 > 1 ? fab.credits / 2 : 1;
     int64_t max_rma = hashi_param_int(HASHI_P_FABRIC_MAX_RMA);
     if (max_rma < 4096) {
         snprintf(err, errlen, "fabric transport: HASHI_FABRIC_MAX_RMA=%lld is too small (at least 4k)", (long long)max_rma);

@@ -148,6 +148,7 @@ struct fab_state {
 
     struct fab_queue pending;       /* RMA pieces to post (refused for now, or next), in order */
     int credits;                    /* messages each peer may have unconsumed here (HASHI_FABRIC_CREDITS) */
+    int credit_batch;               /* credits returned in one write: half a share, at least 1 */
     int *owed_list;                 /* peers whose credits are due back */
     size_t owed_count;
     struct fab_queue done;          /* put / get completions to report */

@@ -1,0 +1,411 @@
+/*
+ * LLCM collectives (docs/dimmnet.md, "LLCM collectives"): MPI_Barrier,
+ * MPI_Bcast, MPI_Allreduce and MPI_Alltoall of small data on any
+ * communicator whose members all share this node (emu transport), as
+ * synchronisation variables and payloads stored by AOTF into the peers'
+ * LLCM, like the DIMMnet DSM paper's flags.
+ *
+ * Flat, one step: every rank stores its contribution into each peer's
+ * collective area (the slot of its own local index there), the pair
+ * sequence after it as the flag, and waits for its peers' flags. An
+ * oversubscribed rank thus needs to run once after the last arrival, where a
+ * tree or dissemination hands the core over once per round.
+ *
+ * Reuse of the ring of slots per source (pair sequence s uses slot s mod
+ * slots; the pair sequence counts collectives in which the two ranks
+ * exchanged data, on both sides): before storing a payload for s into a
+ * peer's slot, a writer must know that the peer consumed the payload it last
+ * stored in that slot. It learns it from the peer's own data (a peer's
+ * contribution to pair collective k proves that it finished k - 1: every
+ * all-to-all shaped collective, and a broadcast from that peer) or, when it
+ * only sent (a broadcast root), from the ack word the peer stores back after
+ * consuming. Correct programs run their blocking
+ * collectives in one order per pair of ranks across all communicators
+ * (otherwise synchronising collectives would deadlock), and every member
+ * takes or declines the device path on the same grounds, so both sides count
+ * the same sequence.
+ *
+ * MPI_COMM_WORLD above HASHI_DIMMNET_COLL_RANKS ranks, or off the node, keeps
+ * the dissemination barrier on epoch words: in round k rank i stores its
+ * barrier epoch into word k of rank (i + 2^k) mod n and waits until its own
+ * word k holds at least that epoch; one writer per word and growing epochs
+ * make a fast rank's early store of the next epoch harmless.
+ */
+#include "device/dimmnet/dimmnet.h"
+#include "mpi/coll/op.h"
+#include "mpi/datatype.h"
+#include "mpi/mpi_impl.h"
+#include "mpi/p2p.h"
+#include "runtime/log.h"
+#include "runtime/params.h"
+#include "runtime/rt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What this rank knows of one peer on the node. */
+struct coll_peer {
+    uint64_t seq;          /* pair sequence of the last collective we exchanged data in */
+    uint64_t done;         /* the peer finished every pair collective up to this one */
+    uint64_t payload[DN_COLL_SLOTS_MAX]; /* pair sequence of our last payload in each of its slots */
+    uint64_t newest;       /* pair sequence of our newest payload there */
+};
+
+static struct {
+    int flat;              /* the collective areas fit the LLCM: flat collectives run */
+    size_t max_bytes;      /* HASHI_DIMMNET_COLL_MAX: payload bound per contribution */
+    int max_ranks;         /* HASHI_DIMMNET_COLL_RANKS */
+    size_t payload;        /* bytes of a slot's payload */
+    unsigned slots;        /* slots per area: a power of two, 2 .. DN_COLL_SLOTS_MAX */
+    size_t base, stride;   /* the area of local index l: base + l * stride */
+    int my_index;
+    int *local_index;      /* world rank -> local index, -1 off the node */
+    struct coll_peer *peer;  /* per world rank */
+    unsigned char *llcm;
+    /* the running collective: members (world ranks) and pair sequences, by comm rank */
+    int *member;
+    uint64_t *seq;
+    uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
+} co;
+
+/* ------------------------------------------------------------ layout */
+
+static uint64_t area_off(int index)
+{
+    return co.base + (uint64_t)index * co.stride;
+}
+
+static uint64_t slot_off(int index, uint64_t seq)
+{
+    return area_off(index) + DN_COLL_HDR + (seq & (co.slots - 1)) * (co.payload + DN_COLL_ALIGN);
+}
+
+static uint64_t load(uint64_t offset)
+{
+    return __atomic_load_n((const uint64_t *)(const void *)(co.llcm + offset), __ATOMIC_ACQUIRE);
+}
+
+/* What peer w stored for pair sequence seq in our LLCM. */
+static const unsigned char *data_from(int w, uint64_t seq)
+{
+    return co.llcm + slot_off(co.local_index[w], seq);
+}
+
+static void learn_done(int w, uint64_t k)
+{
+    if (k > co.peer[w].done)
+        co.peer[w].done = k;
+}
+
+/* ------------------------------------------------------------ stores */
+
+static int store(int peer, uint64_t offset, uint64_t value)
+{
+    int rc;
+    while ((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) == -EAGAIN)
+        hashi_dn_progress();
+    if (rc != 0) {
+        hashi_log("dimmnet: LLCM collective store to rank %d failed (%d)", peer, rc);
+        return MPI_ERR_OTHER;
+    }
+    hashi_dn_stats.aotf++;
+    return MPI_SUCCESS;
+}
+
+struct consumed_wait {
+    int w;
+    uint64_t need;
+};
+
+/* Whether w consumed our payloads up to pair sequence `need` (its ack word
+ * tells what our broadcasts alone cannot). */
+static int consumed(void *arg)
+{
+    const struct consumed_wait *cw = arg;
+    struct coll_peer *p = &co.peer[cw->w];
+    if (p->done >= cw->need)
+        return 1;
+    learn_done(cw->w, load(area_off(co.local_index[cw->w])));
+    return p->done >= cw->need;
+}
+
+/* Our contribution for pair sequence seq into w's slot: payload words, then
+ * the flag (issue order per peer makes the flag land last). A flag alone
+ * (barrier) may overwrite an unread flag: readers wait for ">= their
+ * sequence", and the payload under it stays; a payload must wait until the
+ * previous one in that slot was consumed. */
+static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
+{
+    struct coll_peer *p = &co.peer[w];
+    struct consumed_wait cw = { w, p->payload[seq & (co.slots - 1)] };
+    if (bytes > 0 && !consumed(&cw)) {
+        /* The ring is full (a root running ahead): wait until the peer took
+         * everything, so that the next slots - 1 stores need no wait: one
+         * hand-over per ring, not one per call. */
+        hashi_dn_stats.coll_slot_waits++;
+        cw.need = p->newest;
+        hashi_progress_wait_until(consumed, &cw);
+    }
+    uint64_t off = slot_off(co.my_index, seq);
+    int rc = MPI_SUCCESS;
+    for (size_t i = 0; i < bytes && rc == MPI_SUCCESS; i += 8) {
+        uint64_t v = 0;
+        memcpy(&v, data + i, bytes - i < 8 ? bytes - i : 8);
+        rc = store(w, off + i, v);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = store(w, off + co.payload, seq);
+    if (bytes > 0)
+        p->payload[seq & (co.slots - 1)] = p->newest = seq;
+    return rc;
+}
+
+/* ------------------------------------------------------------ arrivals */
+
+struct arrivals {
+    const int *member;     /* world ranks */
+    const uint64_t *seq;   /* the pair sequence expected from each */
+    int n, skip;           /* entries; one to skip (ourselves), or -1 */
+    int next;              /* entries before it have arrived */
+};
+
+static int arrived(void *arg)
+{
+    struct arrivals *a = arg;
+    for (; a->next < a->n; a->next++) {
+        int i = a->next;
+        if (i == a->skip)
+            continue;
+        /* The full sequence, never a bit: a stale slot holds seq - slots
+         * or less; a larger one is a later flag-only store over ours. */
+        if (load(slot_off(co.local_index[a->member[i]], a->seq[i]) + co.payload) < a->seq[i])
+            return 0;
+        learn_done(a->member[i], a->seq[i] - 1);
+    }
+    return 1;
+}
+
+static void wait_arrivals(const int *member, const uint64_t *seq, int n, int skip)
+{
+    struct arrivals a = { member, seq, n, skip, 0 };
+    if (!arrived(&a))
+        hashi_progress_wait_until(arrived, &a);
+}
+
+/* ------------------------------------------------------------ flat collectives */
+
+/* Whether c is served flat: small enough and every member on this node
+ * through emu (the same answer on every member). Fills co.member. */
+static int flat_comm(const struct MPI_ABI_Comm *c)
+{
+    if (!co.flat || c->size > co.max_ranks)
+        return 0;
+    for (int i = 0; i < c->size; i++) {
+        int w = hashi_comm_to_world(c, i);
+        if (i != c->rank && (co.local_index[w] < 0 || hashi_tl(w)->id != HASHI_TL_EMU))
+            return 0;
+        co.member[i] = w;
+    }
+    return 1;
+}
+
+/* Every member's contribution to every other: ours for member i is `bytes`
+ * at data + i * each (each 0: the same for all). On return co.seq holds the
+ * pair sequences and every peer's data is in our LLCM (data_from). */
+static int exchange(const struct MPI_ABI_Comm *c, const unsigned char *data, size_t each, size_t bytes)
+{
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    for (int i = 0; i < n; i++)
+        if (i != me)
+            co.seq[i] = ++co.peer[co.member[i]].seq;
+    /* Start after ourselves, so that not every rank stores to rank 0 first. */
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me + k) % n;
+        rc = post(co.member[i], co.seq[i], data ? data + each * (size_t)i : NULL, bytes);
+    }
+    if (rc == MPI_SUCCESS)
+        wait_arrivals(co.member, co.seq, n, me);
+    return rc;
+}
+
+struct epoch_wait {
+    uint64_t offset, epoch;
+};
+
+static int epoch_reached(void *arg)
+{
+    const struct epoch_wait *e = arg;
+    return load(e->offset) >= e->epoch;
+}
+
+/* The MPI_COMM_WORLD barrier beyond the flat bound: dissemination on epochs. */
+static int world_dissemination_barrier(void)
+{
+    int n = hashi_comm_world.size, rank = hashi_comm_world.rank;
+    uint64_t epoch = ++co.epoch;
+    int round = 0;
+    for (int dist = 1; dist < n; dist *= 2, round++) {
+        if (round >= DN_BARRIER_ROUNDS)
+            return MPI_ERR_INTERN;  /* 2^32 ranks: not reachable */
+        struct epoch_wait e = { 8u * (uint64_t)round, epoch };
+        int rc = store((rank + dist) % n, e.offset, epoch);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (!epoch_reached(&e))
+            hashi_progress_wait_until(epoch_reached, &e);
+    }
+    return MPI_SUCCESS;
+}
+
+static int dn_barrier(struct MPI_ABI_Comm *c)
+{
+    int rc;
+    if (flat_comm(c))
+        rc = exchange(c, NULL, 0, 0);
+    else if (c == &hashi_comm_world)
+        rc = world_dissemination_barrier();
+    else
+        return HASHI_DEVICE_COLL_DECLINE;
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.barriers++;
+    return rc;
+}
+
+static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
+{
+    if (bytes > co.max_bytes || !flat_comm(c))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    if (me == root) {
+        /* Pair sequences move only between the root and each receiver. */
+        for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+            int w = co.member[(root + k) % n];
+            rc = post(w, ++co.peer[w].seq, buf, bytes);
+        }
+    } else {
+        int w = co.member[root];
+        uint64_t seq = ++co.peer[w].seq;
+        wait_arrivals(&w, &seq, 1, -1);
+        memcpy(buf, data_from(w, seq), bytes);
+        /* The root learns nothing else from us: tell it the slot is free. */
+        rc = store(w, area_off(co.my_index), seq);
+    }
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_bcasts++;
+    return rc;
+}
+
+static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                        struct MPI_ABI_Comm *c)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    const struct MPI_ABI_Op *o = hashi_op_get(op);
+    /* Predefined ops with a kernel, on unpadded types (the kernels step by
+     * the extent). User functions take the generic path: it hands them the
+     * program's datatype, which a device never sees. */
+    if (!t || !o || !o->predefined || t->size != hashi_type_extent(t))
+        return HASHI_DEVICE_COLL_DECLINE;
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    hashi_op_kernel_fn fn = hashi_op_kernel((enum hashi_op_index)o->index, t->basic_type);
+    if (!fn || bytes > co.max_bytes || !flat_comm(c))
+        return HASHI_DEVICE_COLL_DECLINE;
+    const unsigned char *mine = (const unsigned char *)sendbuf + t->true_lb;
+    int rc = exchange(c, mine, 0, bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* x0 op (x1 op (... op x(n-1))) on every rank: the kernel computes
+     * inout = in op inout, so rank order holds and all results are
+     * bit-identical. */
+    int n = c->size, me = c->rank;
+    unsigned char *acc = (unsigned char *)recvbuf + t->true_lb;
+    memcpy(acc, n - 1 == me ? mine : data_from(co.member[n - 1], co.seq[n - 1]), bytes);
+    for (int i = n - 2; i >= 0; i--)
+        fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
+    hashi_dn_stats.coll_allreduces++;
+    return MPI_SUCCESS;
+}
+
+static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
+{
+    if (bytes_per_rank > co.max_bytes || !flat_comm(c))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = exchange(c, sendbuf, bytes_per_rank, bytes_per_rank);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int n = c->size, me = c->rank;
+    unsigned char *out = recvbuf;
+    for (int i = 0; i < n; i++)
+        memcpy(out + (size_t)i * bytes_per_rank,
+               i == me ? (const unsigned char *)sendbuf + (size_t)me * bytes_per_rank
+                       : data_from(co.member[i], co.seq[i]),
+               bytes_per_rank);
+    hashi_dn_stats.coll_alltoalls++;
+    return MPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
+{
+    int coll = (int)hashi_param_int(HASHI_P_DIMMNET_COLL);
+    ops->barrier = hashi_param_int(HASHI_P_DIMMNET_BARRIER) ? dn_barrier : NULL;
+    ops->bcast = coll ? dn_bcast : NULL;
+    ops->allreduce = coll ? dn_allreduce : NULL;
+    ops->alltoall = coll ? dn_alltoall : NULL;
+    ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
+}
+
+int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
+{
+    hashi_dn_coll_finalize();
+    int n = hashi_job.size;
+    co.local_index = malloc((size_t)n * sizeof *co.local_index);
+    co.member = malloc((size_t)n * sizeof *co.member);
+    co.seq = malloc((size_t)n * sizeof *co.seq);
+    co.peer = calloc((size_t)n, sizeof *co.peer);
+    if (!co.local_index || !co.member || !co.seq || !co.peer) {
+        snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
+        hashi_dn_coll_finalize();
+        return -1;
+    }
+    /* Local indices in world order: every rank computes the same map. */
+    int local = 0;
+    for (int r = 0; r < n; r++)
+        co.local_index[r] = r == hashi_job.rank || hashi_job.peer_is_local[r] ? local++ : -1;
+    co.my_index = co.local_index[hashi_job.rank];
+    int64_t max_ranks = hashi_param_int(HASHI_P_DIMMNET_COLL_RANKS);
+    co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
+    co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
+    co.payload = (co.max_bytes + DN_COLL_ALIGN - 1) & ~(size_t)(DN_COLL_ALIGN - 1);
+    co.base = (flags_end + 63) & ~(size_t)63;
+    co.llcm = hashi_transport_llcm();
+    size_t llcm_size = hashi_transport_llcm_size();
+    /* As many slots as fit, at least two: every rank of the node computes
+     * the same layout from the same parameters and local rank count. */
+    for (co.slots = DN_COLL_SLOTS_MAX; co.slots >= 2; co.slots /= 2) {
+        co.stride = (DN_COLL_HDR + co.slots * (co.payload + DN_COLL_ALIGN) + 63) & ~(size_t)63;
+        if (co.base + (size_t)local * co.stride <= llcm_size)
+            break;
+    }
+    co.flat = co.max_ranks >= 2 && co.slots >= 2;
+    if (!co.flat && co.max_ranks >= 2)
+        HASHI_DEBUG(1, "dimmnet: %d collective areas of 2 slots of %zu bytes do not fit the LLCM (%zu bytes, %zu "
+                    "used by flag areas): flat LLCM collectives off (raise HASHI_DIMMNET_LLCM_SIZE or lower "
+                    "HASHI_DIMMNET_COLL_MAX)", local, co.payload, llcm_size, co.base);
+    else
+        HASHI_DEBUG(1, "dimmnet: flat LLCM collectives up to %d ranks and %zu bytes per contribution; %d areas of "
+                    "%u slots (%zu bytes) at LLCM offset %zu", co.max_ranks, co.max_bytes, local, co.slots,
+                    co.stride, co.base);
+    return 0;
+}
+
+void hashi_dn_coll_finalize(void)
+{
+    free(co.local_index);
+    free(co.member);
+    free(co.seq);
+    free(co.peer);
+    memset(&co, 0, sizeof co);
+}
