@@ -63,7 +63,7 @@ struct hashi_comm_buffer {
 
 #define HASHI_PROGRESS_HOOKS_MAX 16
 /* An oversubscribed rank spins HASHI_SPIN_COUNT / this many idle polls. */
-#define HASHI_OVERSUBSCRIBED_SPIN_DIVISOR 20
+#define HASHI_OVERSUBSCRIBED_SPIN_DIVISOR 400
 
 struct hashi_p2p_state {
     struct hashi_request_pool pool;
