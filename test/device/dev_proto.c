@@ -4,7 +4,8 @@
  * acknowledgement, probe / mprobe of rendezvous messages, cancel, truncation
  * of eager and rendezvous messages, many senders into ANY_SOURCE, tag and
  * rank limits, sends to self. Runs on any device; the eager limit comes from
- * HASHI_OFI_EAGER_LIMIT (default 16k) to aim at the boundary.
+ * HASHI_DIMMNET_EAGER_MAX or HASHI_OFI_EAGER_LIMIT (default 16k) to aim at
+ * the boundary.
  *
  *   dev_proto [test ...]      no test names: all of them
  *
@@ -625,7 +626,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* The limit of the device under test: the ofi device's, or dimmnet's
+     * when its entry sets it (dimmnet's default on emu is 4k). */
     const char *limit = getenv("HASHI_OFI_EAGER_LIMIT");
+    const char *dn_limit = getenv("HASHI_DIMMNET_EAGER_MAX");
+    if (dn_limit && *dn_limit)
+        limit = dn_limit;
     if (limit && *limit)
         eager_limit = parse_size(limit);
     if (eager_limit < 32)
