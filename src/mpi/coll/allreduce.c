@@ -138,25 +138,48 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
     }
 }
 
-/* The device's allreduce, for contiguous data; HASHI_DEVICE_COLL_DECLINE when
- * it has none or does not take this case. */
+/*
+ * The device's allreduce; HASHI_DEVICE_COLL_DECLINE when it has none or does
+ * not take this case. Members may pass different datatypes with one type
+ * signature, so the device sees the call as count' elements of the single
+ * basic type the signature consists of (packed when the layout is not
+ * contiguous, up to the device's max_bytes): the offer rests on the
+ * signature, the op and the count alone, the same on every member.
+ */
 static int device_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                             const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.allreduce || !t->predefined || !hashi_type_is_contig_count(t, count))
+    if (!hashi_device->coll.allreduce)
         return HASHI_DEVICE_COLL_DECLINE;
-    if (sendbuf != MPI_IN_PLACE)
-        return hashi_device->coll.allreduce(sendbuf, recvbuf, count, type, op, c);
-    /* The device never sees MPI_IN_PLACE: give it a copy of the input. */
+    MPI_Datatype basic = t->predefined ? type : t->basic_type;
+    const struct MPI_ABI_Datatype *b = basic == MPI_DATATYPE_NULL ? NULL : hashi_type_get(basic);
+    if (!b || b->size <= 0)
+        return HASHI_DEVICE_COLL_DECLINE;
     size_t bytes = (size_t)hashi_type_bytes(t, count);
-    char small[256];
-    void *copy = bytes <= sizeof small ? small : malloc(bytes);
-    if (!copy)
+    MPI_Count n = (MPI_Count)(bytes / (size_t)b->size);
+    int contig = hashi_type_is_contig_count(t, count);
+    if (contig && sendbuf != MPI_IN_PLACE)
+        return hashi_device->coll.allreduce((const char *)sendbuf + t->true_lb, (char *)recvbuf + t->true_lb, n,
+                                            basic, op, c);
+    if (bytes > hashi_device->coll.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
-    memcpy(copy, recvbuf, bytes);
-    int rc = hashi_device->coll.allreduce(copy, recvbuf, count, type, op, c);
-    if (copy != small)
-        free(copy);
+    /* The device never sees MPI_IN_PLACE or a scattered layout: give it
+     * packed copies. A failed malloc is an error, not a decline, or this
+     * member alone would leave the device's path. */
+    char small_in[256], small_out[256];
+    char *in = bytes <= sizeof small_in ? small_in : malloc(bytes);
+    char *out = contig ? (char *)recvbuf + t->true_lb : bytes <= sizeof small_out ? small_out : malloc(bytes);
+    int rc = MPI_ERR_NO_MEM;
+    if (in && out) {
+        hashi_type_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, t, 0, in, bytes);
+        rc = hashi_device->coll.allreduce(in, out, n, basic, op, c);
+        if (rc == MPI_SUCCESS && !contig)
+            hashi_type_unpack(recvbuf, count, t, 0, out, bytes);
+    }
+    if (in && in != small_in)
+        free(in);
+    if (out && !contig && out != small_out)
+        free(out);
     return rc;
 }
 
