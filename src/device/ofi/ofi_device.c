@@ -7,6 +7,7 @@
 #include "device/device.h"
 #include "device/ofi/ofi.h"
 #include "device/ofi/ofi_tagbits.h"
+#include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
@@ -467,39 +468,27 @@ int hashi_ofi_mr_reg(void *buf, size_t len, struct fid_mr **mr, uint64_t *raddr,
 
 /* ------------------------------------------------------------ teardown */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void close_fid(struct fid *fid)
-{
-    if (fid)
-        fi_close(fid);
-}
 
 static void ofi_finalize(void)
 {
     /* Internal answers (FIN, ACK) the provider had refused may still wait:
      * give them a moment to leave, peers may be waiting for them. */
     if (hashi_ofi.ep) {
-        double deadline = now_s() + 1.0;
-        while (hashi_ofi.tx_pending.head && now_s() < deadline)
+        int64_t deadline = hashi_now_ns() + 1000000000;
+        while (hashi_ofi.tx_pending.head && hashi_now_ns() < deadline)
             hashi_ofi_progress();
     }
     /* The endpoint goes first: then no buffer is in the provider's hands. */
-    if (hashi_ofi.ep) close_fid(&hashi_ofi.ep->fid);
+    if (hashi_ofi.ep) hashi_fi_close(&hashi_ofi.ep->fid);
     hashi_ofi.ep = NULL;
     if (hashi_ofi.matching == OFI_MATCH_TAGGED)
         hashi_ofi_tagged_finalize();
     else
         hashi_ofi_am_finalize();
-    if (hashi_ofi.av) close_fid(&hashi_ofi.av->fid);
-    if (hashi_ofi.cq) close_fid(&hashi_ofi.cq->fid);
-    if (hashi_ofi.domain) close_fid(&hashi_ofi.domain->fid);
-    if (hashi_ofi.fabric) close_fid(&hashi_ofi.fabric->fid);
+    if (hashi_ofi.av) hashi_fi_close(&hashi_ofi.av->fid);
+    if (hashi_ofi.cq) hashi_fi_close(&hashi_ofi.cq->fid);
+    if (hashi_ofi.domain) hashi_fi_close(&hashi_ofi.domain->fid);
+    if (hashi_ofi.fabric) hashi_fi_close(&hashi_ofi.fabric->fid);
     if (hashi_ofi.info_list) fi_freeinfo(hashi_ofi.info_list);
     free(hashi_ofi.peers);
     if (hashi_ofi.eagain_count)

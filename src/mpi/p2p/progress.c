@@ -8,6 +8,7 @@
  * to HASHI_SLEEP_MAX_US. Also the layer's init and MPI_Finalize's drain.
  */
 #include "mpi/p2p/p2p_impl.h"
+#include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
@@ -16,14 +17,6 @@
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int hashi_progress_poll(void)
 {
@@ -106,11 +99,11 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
          * several microseconds on both sides. */
         if (hashi_p2p.yield_ns > 0 && hashi_wake_enabled()) {
             if (yield_start == 0) {
-                yield_start = now_ns();
+                yield_start = hashi_now_ns();
                 sched_yield();
                 continue;
             }
-            if (now_ns() - yield_start < hashi_p2p.yield_ns) {
+            if (hashi_now_ns() - yield_start < hashi_p2p.yield_ns) {
                 sched_yield();
                 continue;
             }

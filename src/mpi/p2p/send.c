@@ -97,20 +97,15 @@ int hashi_isend_internal(const void *buf, MPI_Count count, MPI_Datatype type, in
 
 /* ---- the MPI calls ---- */
 
-/* Checks, then a started request (or, persistent, an inactive one). */
-static int send_request(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
-                        int tag, MPI_Comm comm, enum hashi_send_mode mode, int persistent,
-                        struct MPI_ABI_Request **out)
+/* A started request (or, persistent, an inactive one) for checked arguments. */
+static int send_request(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                        struct MPI_ABI_Datatype *t, int dest, int tag, MPI_Comm comm, struct MPI_ABI_Comm *c,
+                        enum hashi_send_mode mode, int persistent, struct MPI_ABI_Request **out)
 {
-    struct MPI_ABI_Comm *c;
-    struct MPI_ABI_Datatype *t;
-    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
-    if (rc != MPI_SUCCESS)
-        return rc;
     struct MPI_ABI_Request *req = hashi_request_alloc(persistent ? HASHI_REQ_PREQ_SEND : HASHI_REQ_SEND);
     if (!req)
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
-    rc = p2p_prepare_send(req, buf, count, datatype, t, dest, tag, c, c->context_id, mode);
+    int rc = p2p_prepare_send(req, buf, count, datatype, t, dest, tag, c, c->context_id, mode);
     if (rc == MPI_SUCCESS && persistent) {
         req->persistent = 1;
         atomic_store_explicit(&req->complete, 1, memory_order_relaxed);  /* inactive */
@@ -129,26 +124,22 @@ static int send_request(const char *func, const void *buf, MPI_Count count, MPI_
     return MPI_SUCCESS;
 }
 
-/*
- * A small contiguous standard-mode send the device completes in the call
- * (send_now): no request, no wait. HASHI_DEVICE_P2P_DECLINE when it is not
- * one (the caller takes the request path), else the call's result.
- */
-static int send_now(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
-                    int tag, MPI_Comm comm)
+/* Whether the device completes this send in the call (send_now): standard
+ * or ready mode, contiguous, not to MPI_PROC_NULL, within the eager limit. */
+static int send_now_fits(const struct MPI_ABI_Datatype *t, MPI_Count count, int dest, enum hashi_send_mode mode)
 {
-    struct MPI_ABI_Comm *c;
-    struct MPI_ABI_Datatype *t;
-    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (dest == MPI_PROC_NULL || !hashi_type_is_contig(t))
-        return HASHI_DEVICE_P2P_DECLINE;
+    return hashi_device->p2p.send_now && mode != HASHI_SEND_SYNC && dest != MPI_PROC_NULL &&
+           hashi_type_is_contig(t) && (size_t)hashi_type_bytes(t, count) <= hashi_device->p2p.eager_limit;
+}
+
+/* The send_now_fits send, with no request and no wait. HASHI_DEVICE_P2P_DECLINE
+ * if the device turns it down (the caller takes the request path). */
+static int send_now(const char *func, const void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t,
+                    int dest, int tag, MPI_Comm comm, struct MPI_ABI_Comm *c)
+{
     size_t bytes = (size_t)hashi_type_bytes(t, count);
-    if (bytes > hashi_device->p2p.eager_limit)
-        return HASHI_DEVICE_P2P_DECLINE;
-    rc = hashi_device->p2p.send_now(bytes ? p2p_offset(buf, t->true_lb) : buf, bytes, hashi_comm_to_world(c, dest),
-                                    tag, c->context_id, c->rank);
+    int rc = hashi_device->p2p.send_now(bytes ? p2p_offset(buf, t->true_lb) : buf, bytes,
+                                        hashi_comm_to_world(c, dest), tag, c->context_id, c->rank);
     if (rc == MPI_SUCCESS || rc == HASHI_DEVICE_P2P_DECLINE)
         return rc;
     return hashi_err_comm(func, comm, rc, "the device send of %zu bytes to rank %d failed", bytes, dest);
@@ -158,18 +149,22 @@ static int send_now(const char *func, const void *buf, MPI_Count count, MPI_Data
 static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                          int tag, MPI_Comm comm, enum hashi_send_mode mode)
 {
-    if (mode != HASHI_SEND_SYNC && hashi_device->p2p.send_now) {
-        int now = send_now(func, buf, count, datatype, dest, tag, comm);
-        if (now != HASHI_DEVICE_P2P_DECLINE)
-            return now;
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (send_now_fits(t, count, dest, mode)) {
+        rc = send_now(func, buf, count, t, dest, tag, comm, c);
+        if (rc != HASHI_DEVICE_P2P_DECLINE)
+            return rc;
     }
     struct MPI_ABI_Request *req;
-    int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, 0, &req);
+    rc = send_request(func, buf, count, datatype, t, dest, tag, comm, c, mode, 0, &req);
     if (rc != MPI_SUCCESS)
         return rc;
     hashi_progress_wait(req);
     MPI_Status st = req->status;
-    struct MPI_ABI_Comm *c = req->comm;
     rc = st.MPI_ERROR;
     if (rc != MPI_SUCCESS) {
         hashi_comm_retain(c);
@@ -188,23 +183,28 @@ static int send_nonblocking(const char *func, const void *buf, MPI_Count count, 
 {
     if (!request)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
     struct MPI_ABI_Request *req;
-    if (!persistent && mode != HASHI_SEND_SYNC && hashi_device->p2p.send_now) {
+    if (!persistent && send_now_fits(t, count, dest, mode)) {
         /* Sent in the call: the program gets a request that is already
          * complete (what an eager send's request would be by its Wait). */
         req = p2p_completed_request(HASHI_REQ_SEND, 0);
         if (!req)
             return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
-        int now = send_now(func, buf, count, datatype, dest, tag, comm);
-        if (now == MPI_SUCCESS) {
+        rc = send_now(func, buf, count, t, dest, tag, comm, c);
+        if (rc == MPI_SUCCESS) {
             *request = req;
             return MPI_SUCCESS;
         }
         hashi_request_free(req);
-        if (now != HASHI_DEVICE_P2P_DECLINE)
-            return now;
+        if (rc != HASHI_DEVICE_P2P_DECLINE)
+            return rc;
     }
-    int rc = send_request(func, buf, count, datatype, dest, tag, comm, mode, persistent, &req);
+    rc = send_request(func, buf, count, datatype, t, dest, tag, comm, c, mode, persistent, &req);
     if (rc != MPI_SUCCESS)
         return rc;
     *request = req;

@@ -16,6 +16,7 @@
 #include "transport/fabric/fabric.h"
 #include "transport/fabric/fi_util.h"
 
+#include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
@@ -1120,18 +1121,6 @@ static int fab_connect(const unsigned char *served, char *err, size_t errlen)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void close_fid(struct fid *fid)
-{
-    if (fid)
-        fi_close(fid);
-}
 
 static void free_queue(struct fab_queue *q)
 {
@@ -1145,8 +1134,8 @@ static void fab_finalize(void)
 {
     /* Puts and gets the provider refused may still wait: peers may need them. */
     if (fab.ep) {
-        double deadline = now_s() + 1.0;
-        while (fab.pending.head && now_s() < deadline)
+        int64_t deadline = hashi_now_ns() + 1000000000;
+        while (fab.pending.head && hashi_now_ns() < deadline)
             fab_progress();
     }
     for (struct fab_parked *p = res.parked, *next; p; p = next) {
@@ -1155,7 +1144,7 @@ static void fab_finalize(void)
     }
     /* The endpoint first: then no buffer is in the provider's hands. */
     if (fab.ep)
-        close_fid(&fab.ep->fid);
+        hashi_fi_close(&fab.ep->fid);
     fab.ep = NULL;
     free_queue(&fab.pending);
     free_queue(&fab.done);
@@ -1163,10 +1152,10 @@ static void fab_finalize(void)
     fab_mem_release(res.bell_mem);
     fab_mem_release(res.rbuf_reg);
     fab_mem_release(res.slab_mem);
-    if (fab.av) close_fid(&fab.av->fid);
-    if (fab.cq) close_fid(&fab.cq->fid);
-    if (fab.domain) close_fid(&fab.domain->fid);
-    if (fab.fabric) close_fid(&fab.fabric->fid);
+    if (fab.av) hashi_fi_close(&fab.av->fid);
+    if (fab.cq) hashi_fi_close(&fab.cq->fid);
+    if (fab.domain) hashi_fi_close(&fab.domain->fid);
+    if (fab.fabric) hashi_fi_close(&fab.fabric->fid);
     if (fab.info_list) fi_freeinfo(fab.info_list);
     if (fab.eagain)
         HASHI_DEBUG(1, "fabric transport: the provider refused %lu operations for a while (queued, retried)",

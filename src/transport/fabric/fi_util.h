@@ -13,6 +13,13 @@
 
 int hashi_fi_is_shm(const struct fi_info *info);
 
+/* fi_close, for the fids of a teardown that may not exist. */
+static inline void hashi_fi_close(struct fid *fid)
+{
+    if (fid)
+        fi_close(fid);
+}
+
 /*
  * Take an entry of fi_getinfo's list. FI_PROVIDER set: libfabric already
  * kept only those providers, the first wins. Unset: when every peer to reach
