@@ -9,7 +9,8 @@ build=${1:?usage: dimmnet_fig5.sh BUILDDIR [emu|fabric]}
 transport=${2:-emu}
 run() {
     "$build/mpirun" -n 2 -x HASHI_DEVICE=dimmnet -x HASHI_TRANSPORT="$transport" \
-        -x HASHI_DIMMNET_EAGER_MAX=64k -x HASHI_DIMMNET_RECV_BUF_SIZE=64k -x HASHI_DIMMNET_PUSH_MIN="$1" \
+        -x HASHI_DIMMNET_BOTF_MAX=464 -x HASHI_DIMMNET_EAGER_MAX=64k -x HASHI_DIMMNET_RECV_BUF_SIZE=64k \
+        -x HASHI_DIMMNET_PUSH_MIN="$1" \
         "$build/examples/bench/dimmnet_fig5" "$2"
 }
 run 1g "BOTF only" > dimmnet_fig5.botf.dat

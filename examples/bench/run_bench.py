@@ -146,13 +146,14 @@ def implementations(args, source, work):
     for label, settings in cell_settings(args.cells, read_cells_file()):
         impls.append(("hashi " + label, [os.path.join(args.prefix, "bin", "mpirun")], hashi_bin,
                       dict(base_env, **settings), True))
+    peers = set(args.peers.split(",")) if args.peers else {"openmpi", "mpich"}
     if not args.no_peers:
-        if shutil.which("mpicc.openmpi") and shutil.which("mpirun.openmpi"):
+        if "openmpi" in peers and shutil.which("mpicc.openmpi") and shutil.which("mpirun.openmpi"):
             b = os.path.join(work, "bench_ompi")
             if build("mpicc.openmpi", source, b):
                 env = dict(base_env, OMPI_MCA_btl_vader_single_copy_mechanism="cma")
                 impls.append(("openmpi", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"], b, env, False))
-        if shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich"):
+        if "mpich" in peers and shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich"):
             b = os.path.join(work, "bench_mpich")
             if build("mpicc.mpich", source, b):
                 impls.append(("mpich", ["mpiexec.mpich"], b, dict(base_env), False))
@@ -234,6 +235,9 @@ def main():
     ap.add_argument("--modes", help="benchmarks to run, comma-separated")
     ap.add_argument("--cells", help="Hashi cells, comma-separated (see above)")
     ap.add_argument("--no-peers", action="store_true", help="Hashi only")
+    ap.add_argument("--peers", help="peers to run, comma-separated (openmpi,mpich; default both). Under "
+                    "chrt -f, leave out mpich when ranks oversubscribe the cores: its ranks never yield, "
+                    "so with a real-time policy the ones left without a core never run")
     ap.add_argument("--repeat", type=int, help="runs per measurement; the best is kept")
     ap.add_argument("--runs", type=int, default=15, help="launch: hyperfine runs")
     args = ap.parse_args()

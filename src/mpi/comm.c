@@ -6,6 +6,7 @@
  * measurements: docs/communicators.md.
  */
 #include "mpi/attr.h"
+#include "mpi/coll/coll.h"
 #include "mpi/comm.h"
 #include "mpi/handles.h"
 #include "mpi/info.h"
@@ -94,6 +95,7 @@ void hashi_comm_release(struct MPI_ABI_Comm *c)
     }
     /* The last pending operation is done: nothing can match this context any more. */
     hashi_p2p_comm_destroyed(c);
+    hashi_coll_comm_free(c);
     hashi_handle_forget(c);
     if (c->magic == HASHI_COMM_MAGIC) /* not an idup that failed before it got its id */
         hashi_context_put(c->context_id);
@@ -235,6 +237,7 @@ void hashi_comms_finalize(void)
     for (size_t i = 0; i < sizeof predefined / sizeof *predefined; i++) {
         hashi_errhandler_release(predefined[i]->errhandler);
         predefined[i]->errhandler = NULL;
+        hashi_coll_comm_free(predefined[i]);
         hashi_info_destroy(predefined[i]->info);
         predefined[i]->info = NULL;
     }

@@ -29,6 +29,9 @@
 #define HASHI_CONTEXT_ID_BITS 16
 #define HASHI_CONTEXT_WORLD 0u
 #define HASHI_CONTEXT_SELF  2u
+/* Reserved in every process for partitioned point-to-point (p2p/partitioned.c):
+ * 4 carries partition data, 5 the set-up messages, addressed by world rank. */
+#define HASHI_CONTEXT_PARTITIONED 4u
 
 /* ---- context ids (contextid.c) ---- */
 

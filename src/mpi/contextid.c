@@ -43,7 +43,8 @@ void hashi_context_pool_init(void)
     memset(pool.free_pairs, 0xff, sizeof pool.free_pairs);
     memset(pool.reserved, 0, sizeof pool.reserved);
     /* MPI_COMM_WORLD (0/1) and MPI_COMM_SELF (2/3) */
-    pool.free_pairs[0] &= ~((UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)));
+    pool.free_pairs[0] &= ~((UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)) |
+                            (UINT32_C(1) << (HASHI_CONTEXT_PARTITIONED / 2)));
 }
 
 void hashi_context_pool_finalize(void)

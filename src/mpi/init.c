@@ -1,6 +1,7 @@
 /* MPI_Init / MPI_Finalize: parameters, runtime, device, communicators. */
 #include "mpi/mpi_impl.h"
 #include "mpi/comm.h"
+#include "mpi/coll/sched.h"
 #include "mpi/p2p.h"
 #include "device/device.h"
 #include "runtime/log.h"
@@ -150,6 +151,7 @@ int hashi_impl_Finalize(void)
     else
         hashi_progress_wait_until(fence_released, (void *)&fenced);
     hashi_comms_finalize();
+    hashi_sched_release_memory();
     hashi_device->finalize();
     hashi_wake_detach();
     atomic_store(&hashi_init_state, HASHI_STATE_FINALIZED);

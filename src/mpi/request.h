@@ -41,6 +41,8 @@ enum hashi_req_kind {
     HASHI_REQ_PREQ_RECV,   /* persistent receive */
     HASHI_REQ_GREQ,        /* generalized request */
     HASHI_REQ_COLL,        /* collective schedule (blocking, nonblocking, persistent) */
+    HASHI_REQ_PART_SEND,   /* partitioned send (MPI_Psend_init, p2p/partitioned.c) */
+    HASHI_REQ_PART_RECV,   /* partitioned receive (MPI_Precv_init) */
 };
 
 enum hashi_send_mode {

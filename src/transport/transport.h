@@ -83,6 +83,10 @@ typedef void (*hashi_tl_notify_fn)(void *ctx, int src, uint64_t value);
 struct hashi_tl_config {
     size_t llcm_size;          /* bytes of this rank's LLCM (multiple of 8, > 0) */
     size_t block_max;          /* largest block message, header included (>= 64) */
+    /* Largest block to a peer on fabric (0: block_max). A network moves a
+     * block of any size in one operation, so a device may use blocks as big
+     * as its eager messages there while emu's ring slots stay small. */
+    size_t net_block_max;
     hashi_tl_block_fn on_block;
     hashi_tl_notify_fn on_notify;
     void *ctx;                 /* first argument of both handlers */

@@ -120,9 +120,11 @@ struct hashi_am_ops {
 
 /* The core header is at most this big; a device's max_send must exceed it. */
 #define HASHI_AM_HDR_MAX 64
-/* The header in front of an eager payload (a device sizing its inline
- * messages for "header + N bytes of data" uses it). */
-#define HASHI_AM_EAGER_HDR 40
+/* The header in front of a standard-mode eager payload (a device sizing its
+ * inline messages for "header + N bytes of data" uses it), and the one in
+ * front of every other message (Ssend's eager payload, control, RTS). */
+#define HASHI_AM_EAGER_HDR 24
+#define HASHI_AM_LONG_HDR 40
 #define HASHI_AM_MIN_SEND (HASHI_AM_HDR_MAX + 64)
 
 /*
@@ -153,6 +155,16 @@ enum hashi_am_rndv {
  * pull_percent of each (rounded to 4 KiB).
  */
 void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent);
+
+/*
+ * After hashi_am_core_init: rendezvous messages from world rank peer are
+ * always read by the receiver (get, then FIN), whoever came first and
+ * whatever the size: for peers over a network, where a read is one request
+ * and one response but a put first needs the CTS round trip. A message
+ * without a key (the sender's registration failed) still streams. 0, or -1
+ * when the core does not use get.
+ */
+int hashi_am_core_set_peer_get(int peer);
 
 /*
  * Set the core up on top of a device. eager_limit: largest payload sent

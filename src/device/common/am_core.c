@@ -63,12 +63,24 @@ struct am_hdr {
     int32_t source;         /* sender's rank in the communicator */
     int32_t tag;
     uint32_t seq;           /* EAGER*, RTS: order per (sender, receiver) */
+    /* EAGER ends here (AM_SHORT_HDR): its size is what follows. */
     uint32_t cookie;        /* EAGER_SYNC, RTS: sender's request; ACK, FIN, CTS: the one answered */
     uint32_t cookie2;       /* CTS, DATA: the receiver's request */
-    uint64_t size;          /* EAGER*: payload; RTS: message; CTS: bytes wanted; DATA: offset */
+    uint64_t size;          /* EAGER_SYNC: payload; RTS: message; CTS: bytes wanted; DATA: offset */
 };
+/* The plain eager header is the short form, so that a small message and its
+ * envelope fit one cache line of a device's ring (DIMMnet on emu: slot 16 +
+ * block 8 + 24 + up to 16 bytes of data). */
+#define AM_SHORT_HDR offsetof(struct am_hdr, cookie)
 _Static_assert(sizeof(struct am_hdr) + HASHI_AM_RKEY_MAX <= HASHI_AM_HDR_MAX, "RTS header too big");
-_Static_assert(sizeof(struct am_hdr) == HASHI_AM_EAGER_HDR, "am.h names the eager header's size");
+_Static_assert(AM_SHORT_HDR == HASHI_AM_EAGER_HDR, "am.h names the eager header's size");
+_Static_assert(sizeof(struct am_hdr) == HASHI_AM_LONG_HDR, "am.h names the long header's size");
+
+/* Bytes of header on the wire in front of a message of this type. */
+static inline size_t am_hdr_len(uint8_t type)
+{
+    return type == AM_EAGER ? AM_SHORT_HDR : sizeof(struct am_hdr);
+}
 
 /* Gets and DATA fragments in flight per rendezvous: enough to keep a device
  * busy without flooding its queues. */
@@ -153,6 +165,7 @@ struct am_peer {
     uint32_t send_seq;      /* next sequence number towards this peer */
     uint32_t recv_seq;      /* next sequence number expected from it */
     struct am_early *early; /* sorted by distance from recv_seq */
+    uint8_t get_only;       /* rendezvous from this peer always by get (hashi_am_core_set_peer_get) */
 };
 
 static struct am_core {
@@ -361,7 +374,7 @@ static int rndv_put_offer(struct MPI_ABI_Request *req, uint64_t from)
  * [0, from) itself. 0: do not split. */
 static uint64_t rndv_split_point(const struct am_recv_state *r)
 {
-    if (!core.use_get || !core.use_put || !r->rkey_len)
+    if (!core.use_get || !core.use_put || !r->rkey_len || core.peers[r->peer_world].get_only)
         return 0;
     if (core.rndv != HASHI_AM_RNDV_SPLIT && !(core.rndv == HASHI_AM_RNDV_AUTO && core.split_min &&
                                                r->want >= core.split_min))
@@ -376,6 +389,8 @@ static uint64_t rndv_split_point(const struct am_recv_state *r)
 static int rndv_wants_put(const struct am_recv_state *r, int posted_first)
 {
     if (!core.use_put || r->want == 0)
+        return 0;
+    if (core.peers[r->peer_world].get_only && r->rkey_len)
         return 0;
     if (core.rndv == HASHI_AM_RNDV_PUT || !r->rkey_len)
         return 1;
@@ -519,14 +534,22 @@ static void stash_early(struct am_peer *peer, const struct am_hdr *h, const void
 
 static int parse(const void *msg, size_t len, struct am_hdr *h)
 {
-    if (len < sizeof *h)
+    if (len < AM_SHORT_HDR)
         return -1;
-    memcpy(h, msg, sizeof *h);
+    memcpy(h, msg, AM_SHORT_HDR);
+    if (h->type == AM_EAGER) {
+        h->cookie = h->cookie2 = 0;
+        h->size = len - AM_SHORT_HDR;
+    } else {
+        if (len < sizeof *h)
+            return -1;
+        memcpy(h, msg, sizeof *h);
+    }
     if (h->src_world < 0 || h->src_world >= core.npeers)
         return -1;
     if ((h->type == AM_RTS || h->type == AM_CTS) && (h->rkey_len > HASHI_AM_RKEY_MAX || len < sizeof *h + h->rkey_len))
         return -1;
-    if ((h->type == AM_EAGER || h->type == AM_EAGER_SYNC) && len - sizeof *h != h->size)
+    if (h->type == AM_EAGER_SYNC && len - sizeof *h != h->size)
         return -1;  /* the payload is exactly the size it claims */
     return 0;
 }
@@ -538,14 +561,16 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
         stash_early(peer, h, msg, len);
         return;
     }
-    arrival(h, msg + sizeof *h, len - sizeof *h);
+    size_t hl = am_hdr_len(h->type);
+    arrival(h, msg + hl, len - hl);
     peer->recv_seq++;
     while (peer->early && peer->early->seq == peer->recv_seq) {
         struct am_early *e = peer->early;
         peer->early = e->next;
         struct am_hdr eh;
-        memcpy(&eh, e->msg, sizeof eh);
-        arrival(&eh, e->msg + sizeof eh, e->len - sizeof eh);
+        parse(e->msg, e->len, &eh);   /* checked when it arrived */
+        hl = am_hdr_len(eh.type);
+        arrival(&eh, e->msg + hl, e->len - hl);
         peer->recv_seq++;
         free(e);
     }
@@ -799,7 +824,7 @@ static int am_isend(struct MPI_ABI_Request *req)
         if (req->send_mode != HASHI_SEND_SYNC) {
             m.h.type = AM_EAGER;
             m.h.seq = peer->send_seq++;
-            if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
+            if (core.am->send(req->dest_world, &m.h, AM_SHORT_HDR, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
                               eager_done, req) != 0) {
                 peer->send_seq--;
                 return MPI_ERR_OTHER;
@@ -868,7 +893,7 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
         .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
         .tag = tag, .seq = peer->send_seq, .size = len,
     };
-    if (core.am->send(dest_world, &h, sizeof h, buf, len, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0)
+    if (core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0)
         return MPI_ERR_OTHER;
     peer->send_seq++;
     return MPI_SUCCESS;
@@ -939,11 +964,6 @@ static int am_cancel_recv(struct MPI_ABI_Request *req)
     return 1;
 }
 
-static int am_progress(void)
-{
-    return core.am->progress();
-}
-
 int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum hashi_am_rndv rndv,
                        char *err, size_t errlen)
 {
@@ -998,7 +1018,7 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         .cancel_recv = am_cancel_recv,
         .cancel_send = NULL,
         .send_now = am_send_now,
-        .progress = am_progress,
+        .progress = am->progress,   /* the device's own: no hop through the core */
         .eager_limit = core.eager_limit,
         .tag_ub = INT_MAX,
     };
@@ -1008,6 +1028,14 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
                 : core.use_put               ? "put"
                                              : "chunked messages",
                 core.use_notice ? ", control by notices" : "");
+    return 0;
+}
+
+int hashi_am_core_set_peer_get(int peer)
+{
+    if (!core.use_get || peer < 0 || peer >= core.npeers)
+        return -1;
+    core.peers[peer].get_only = 1;
     return 0;
 }
 

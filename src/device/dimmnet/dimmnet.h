@@ -33,7 +33,11 @@ struct dn_hdr {
     uint32_t total;    /* DN_PKT with DN_LAST: the message's length */
 };
 #define DN_HDR_SIZE 16
+/* A whole core message (DN_MSG) needs only type and pgid: its block header
+ * is the first 8 bytes, so a small message fits one 64-byte ring slot. */
+#define DN_MSG_HDR_SIZE 8
 _Static_assert(sizeof(struct dn_hdr) == DN_HDR_SIZE, "dn_hdr is 16 bytes on the wire");
+_Static_assert(offsetof(struct dn_hdr, offset) == DN_MSG_HDR_SIZE, "DN_MSG's header ends before the packet fields");
 
 struct dn_area_msg {
     struct hashi_tl_rkey rkey;

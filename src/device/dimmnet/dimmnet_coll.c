@@ -68,6 +68,7 @@ static struct {
     int *member;
     uint64_t *seq;
     uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
+    int rooted_barrier;    /* HASHI_DIMMNET_BARRIER_ALG=rooted */
 } co;
 
 /* ------------------------------------------------------------ layout */
@@ -259,11 +260,35 @@ static int world_dissemination_barrier(void)
     return MPI_SUCCESS;
 }
 
+/* Fan-in to rank 0 of c, fan-out from it: one flag each way per member.
+ * Rank 0 leaves first, so an oversubscribed rooted collective that follows
+ * (a broadcast from 0) has its data stored before the others run again;
+ * the flat exchange instead releases the last rank to arrive first. Pair
+ * sequences move between rank 0 and each member only, on both sides. */
+static int rooted_barrier(const struct MPI_ABI_Comm *c)
+{
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    if (me != 0) {
+        int w = co.member[0];
+        uint64_t seq = ++co.peer[w].seq;
+        rc = post(w, seq, NULL, 0);
+        if (rc == MPI_SUCCESS)
+            wait_arrivals(&w, &seq, 1, -1);
+        return rc;
+    }
+    for (int i = 1; i < n; i++)
+        co.seq[i] = ++co.peer[co.member[i]].seq;
+    wait_arrivals(co.member, co.seq, n, 0);
+    for (int i = 1; i < n && rc == MPI_SUCCESS; i++)
+        rc = post(co.member[i], co.seq[i], NULL, 0);
+    return rc;
+}
+
 static int dn_barrier(struct MPI_ABI_Comm *c)
 {
     int rc;
     if (flat_comm(c))
-        rc = exchange(c, NULL, 0, 0);
+        rc = co.rooted_barrier ? rooted_barrier(c) : exchange(c, NULL, 0, 0);
     else if (c == &hashi_comm_world)
         rc = world_dissemination_barrier();
     else
@@ -378,6 +403,7 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     int64_t max_ranks = hashi_param_int(HASHI_P_DIMMNET_COLL_RANKS);
     co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
+    co.rooted_barrier = strcmp(hashi_param_str(HASHI_P_DIMMNET_BARRIER_ALG), "rooted") == 0;
     co.payload = (co.max_bytes + DN_COLL_ALIGN - 1) & ~(size_t)(DN_COLL_ALIGN - 1);
     co.base = (flags_end + 63) & ~(size_t)63;
     co.llcm = hashi_transport_llcm();

@@ -102,6 +102,12 @@ struct dn_peer {
     int credit_dirty;           /* our freed / notices_read counts still to be stored at the peer */
     uint64_t freed_told, read_told; /* the counts last stored there */
     int area_answer;            /* its area request still to be answered (ring was full) */
+    /* by the peer's transport (dn_connect): peers on emu get the dn-wide values */
+    size_t block_payload, block_data; /* core bytes / payload bytes one block to it carries */
+    size_t push_min;            /* payloads from this size go by PUSH, not in one block */
+    uint64_t freed_batch, notices_batch; /* credit counts stored there once this many are due */
+    /* as a receiver: the words a poll of its flag area reads next (peer_has_news) */
+    const uint64_t *notice_next, *bufstat_next;
 };
 
 struct dn_stage {
@@ -123,6 +129,9 @@ static struct {
     size_t flag_stride;
     size_t block_max;           /* transport block, our header included */
     size_t botf_payload;        /* core bytes one BOTF block carries */
+    size_t botf_data;           /* of which payload at most (HASHI_DIMMNET_BOTF_MAX) */
+    size_t net_botf_data;       /* payload of one block to a peer on fabric */
+    size_t net_push_min;        /* PUSH_MIN for peers on fabric (SIZE_MAX unless set) */
     uint32_t nbufs;             /* receive buffers per sender */
     size_t buf_size;            /* bytes per buffer (core header + payload) */
     size_t push_min;
@@ -207,16 +216,19 @@ static int aotf(int peer, uint64_t offset, uint64_t value)
 /* Before anything else reaches a peer: our valid flag and process-group id
  * in our flag area there, and the peer on our poll list (answers come back
  * into our LLCM). */
-static int say_hello(int peer)
+__attribute__((noinline)) static int say_hello_first(int peer)
 {
     struct dn_peer *p = &dn.peers[peer];
-    if (p->hello_sent)
-        return 0;
     if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, hello)), DN_VALID | dn.pgid) != 0)
         return -1;
     p->hello_sent = 1;
     poll_add(peer);
     return 0;
+}
+
+static inline int say_hello(int peer)
+{
+    return dn.peers[peer].hello_sent ? 0 : say_hello_first(peer);
 }
 
 /* Store our freed / notices_read counts at the peer when they moved
@@ -227,12 +239,12 @@ static void return_credit(int peer)
     p->credit_dirty = 1;
     if (say_hello(peer) != 0)
         return;
-    if (p->rarea && p->freed_told != p->rarea->next) {
+    if (p->rarea && p->rarea->next - p->freed_told >= p->freed_batch) {
         if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, freed)), p->rarea->next) != 0)
             return;
         p->freed_told = p->rarea->next;
     }
-    if (p->read_told != p->notices_read) {
+    if (p->notices_read - p->read_told >= p->notices_batch) {
         if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, notices_read)), p->notices_read) != 0)
             return;
         p->read_told = p->notices_read;
@@ -256,20 +268,28 @@ static void copy_message(unsigned char *dst, const struct dn_op *op, size_t from
         memcpy(dst, (const unsigned char *)op->data + (from - op->hdr_len), n);
 }
 
-/* BOTF: the core message (header, then payload) in one block. */
+/* Whether a core message goes as one BOTF block: up to BOTF_MAX bytes of
+ * payload behind any core header (the short eager one or a longer one). */
+static inline int fits_block(const struct dn_peer *p, size_t hdr_len, size_t len)
+{
+    return len <= p->block_data && hdr_len + len <= p->block_payload;
+}
+
+/* BOTF: the core message (header, then payload) in one block, behind the
+ * short block header (DN_MSG needs no packet fields). */
 static int send_block(int peer, const void *hdr, size_t hdr_len, const void *data, size_t len)
 {
     const struct hashi_tl_ops *tl = hashi_tl(peer);
-    size_t total = DN_HDR_SIZE + hdr_len + len;
+    size_t total = DN_MSG_HDR_SIZE + hdr_len + len;
     int rc;
     unsigned char *slot = tl->block_alloc(peer, total, &rc);
     if (!slot)
         return rc;
     struct dn_hdr h = { .type = DN_MSG, .pgid = dn.pgid };
-    memcpy(slot, &h, sizeof h);
-    memcpy(slot + DN_HDR_SIZE, hdr, hdr_len);
+    memcpy(slot, &h, DN_MSG_HDR_SIZE);
+    memcpy(slot + DN_MSG_HDR_SIZE, hdr, hdr_len);
     if (len)
-        memcpy(slot + DN_HDR_SIZE + hdr_len, data, len);
+        memcpy(slot + DN_MSG_HDR_SIZE + hdr_len, data, len);
     tl->block_kick(peer, total);
     hashi_dn_stats.botf++;
     return 0;
@@ -342,7 +362,7 @@ static int send_packets(int peer, const struct dn_op *op, uint32_t b, size_t *se
     const struct hashi_tl_ops *tl = hashi_tl(peer);
     size_t total = op->hdr_len + op->len;
     while (*sent < total) {
-        size_t n = total - *sent < dn.botf_payload ? total - *sent : dn.botf_payload;
+        size_t n = total - *sent < p->block_payload ? total - *sent : p->block_payload;
         int rc;
         unsigned char *slot = tl->block_alloc(peer, DN_HDR_SIZE + n, &rc);
         if (!slot)
@@ -373,7 +393,7 @@ static int try_send(int peer, struct dn_op *op)
     struct dn_send_progress *sp = &op->sp;
     size_t total = op->hdr_len + op->len;
     int push = op->len > 0 && op->len >= dn.push_min;
-    if (!sp->started && !push && total <= dn.botf_payload) {
+    if (!sp->started && (op->len == 0 || op->len < p->push_min) && fits_block(p, op->hdr_len, op->len)) {
         int rc = send_block(peer, op->hdr, op->hdr_len, op->data, op->len);
         if (rc == -EAGAIN)
             hashi_dn_stats.ring_waits++;
@@ -424,7 +444,7 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     struct dn_peer *p = &dn.peers[dest];
     /* The common case first: nothing queued before it and one BOTF block
      * carries it (what try_send would do, without building an op). */
-    int one_block = hdr_len + len <= dn.botf_payload && (len == 0 || len < dn.push_min);
+    int one_block = fits_block(p, hdr_len, len) && (len == 0 || len < p->push_min);
     if (one_block && !p->q_head && say_hello(dest) == 0) {
         int rc = send_block(dest, hdr, hdr_len, data, len);
         if (rc == 0) {
@@ -630,7 +650,7 @@ static void dn_mem_dereg(void *mem)
 static int send_area_answer(int src);
 
 /* Drain the queues of every peer with waiting operations, in order. */
-static int flush_queues(void)
+__attribute__((noinline)) static int flush_queues(void)
 {
     int events = 0;
     for (int i = 0; i < dn.nwaiting;) {
@@ -740,6 +760,7 @@ static void area_requested(int src)
                       dn.buf_size);
             hashi_rt_abort(MPI_ERR_NO_MEM, "dimmnet: out of memory for a receive area");
         }
+        p->bufstat_next = &flags_of(src)->bufstat[0];   /* polls watch its first buffer now */
     }
     poll_add(src);
     p->area_answer = 1;
@@ -751,16 +772,25 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
 {
     (void)ctx;
     struct dn_hdr h;
-    if (len < DN_HDR_SIZE || src < 0 || src >= dn.npeers) {
+    if (len < DN_MSG_HDR_SIZE || src < 0 || src >= dn.npeers) {
         hashi_log("dimmnet: dropping a malformed block of %zu bytes from rank %d", len, src);
         return;
     }
-    memcpy(&h, msg, sizeof h);
+    memcpy(&h, msg, DN_MSG_HDR_SIZE);
+    size_t hdr_size = DN_MSG_HDR_SIZE;
+    if (h.type != DN_MSG) {
+        if (len < DN_HDR_SIZE) {
+            hashi_log("dimmnet: dropping a malformed block of %zu bytes from rank %d", len, src);
+            return;
+        }
+        memcpy(&h, msg, DN_HDR_SIZE);
+        hdr_size = DN_HDR_SIZE;
+    }
     if (h.pgid != dn.pgid)
         reject(src, "a block", h.pgid);
     hashi_dn_stats.blocks_in++;
-    const unsigned char *body = (const unsigned char *)msg + DN_HDR_SIZE;
-    size_t body_len = len - DN_HDR_SIZE;
+    const unsigned char *body = (const unsigned char *)msg + hdr_size;
+    size_t body_len = len - hdr_size;
     struct dn_peer *p = &dn.peers[src];
     switch (h.type) {
     case DN_MSG:
@@ -812,7 +842,14 @@ static void on_notify(void *ctx, int src, uint64_t value)
 }
 
 /* Check a peer's flag area: its hello, notices, filled receive buffers. */
-static int poll_peer(int peer)
+/* Whether the peer's flag area holds anything new: two loads per peer on an
+ * idle poll (its next notice slot, its next receive buffer's status). */
+static inline int peer_has_news(const struct dn_peer *p)
+{
+    return !p->open || load_word(p->notice_next) || (p->bufstat_next && load_word(p->bufstat_next));
+}
+
+__attribute__((noinline)) static int poll_peer(int peer)
 {
     struct dn_peer *p = &dn.peers[peer];
     struct dn_flag_area *f = flags_of(peer);
@@ -853,6 +890,9 @@ static int poll_peer(int peer)
                 hashi_log("dimmnet: rank %d's buffer %u claims %zu bytes; dropped", peer, b, len);
         }
     }
+    p->notice_next = &f->notice[p->notices_read % DN_NOTICE_SLOTS];
+    if (a)
+        p->bufstat_next = &f->bufstat[a->next % dn.nbufs];
     if (consumed) {
         events += consumed;
         return_credit(peer);
@@ -866,7 +906,8 @@ int hashi_dn_progress(void)
 {
     int events = hashi_transport_progress();
     for (int i = 0; i < dn.npoll; i++)
-        events += poll_peer(dn.poll[i]);
+        if (peer_has_news(&dn.peers[dn.poll[i]]))
+            events += poll_peer(dn.poll[i]);
     if (dn.nwaiting)
         events += flush_queues();
     return events;
@@ -896,6 +937,18 @@ static uint32_t job_pgid(void)
  * (tcp ping-pong at 512 B / 4 KiB: 30 / 76 us in 464-byte packets, 8.2 / 9.2
  * in 4 KiB blocks; the ofi device: 9.8 / 9.4), so blocks are 4 KiB there. */
 #define DN_BOTF_MAX_FABRIC 4096
+/* On emu too, unless many ranks share the node: one 4 KiB block is one copy
+ * into the ring and one out of it, where 464-byte packets add a copy through
+ * a receive buffer and a slot per packet (2 ranks, chrt: ping-pong at 2 / 4
+ * KiB 0.99 / 1.46 us against 1.69 / 2.96; window at 4 KiB 8.7 GB/s against
+ * 1.8; Open MPI 3.3 us and 2.1 GB/s). A slot then takes 4.2 KiB, 270 KiB per
+ * ring of 64; beyond DN_EMU_BIG_BLOCK_RANKS local ranks the rings would take
+ * too much of the node's memory, and the hardware's 464 stays. */
+#define DN_BOTF_MAX_EMU 4096
+#define DN_EMU_BIG_BLOCK_RANKS 16
+/* Largest block to a fabric peer: every peer's receive buffers at a rank
+ * hold HASHI_FABRIC_CREDITS of them (64 x 64 KiB = 4 MiB per peer). */
+#define DN_NET_BLOCK_MAX 65536
 static int all_peers_on_emu(void)
 {
     if (strcmp(hashi_param_str(HASHI_P_TRANSPORT), "fabric") == 0)
@@ -932,14 +985,28 @@ static int dn_init(char *err, size_t errlen)
         eager = DN_EAGER_MAX_EMU;
     if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !emu_only)
         botf = DN_BOTF_MAX_FABRIC;
+    else if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && hashi_job.local_size <= DN_EMU_BIG_BLOCK_RANKS)
+        botf = DN_BOTF_MAX_EMU;
     if (eager < 0)
         eager = 0;
     dn.nbufs = (uint32_t)nbufs;
     /* A buffer holds the core's header in front of the payload. */
     dn.buf_size = ((size_t)buf_payload + HASHI_AM_HDR_MAX + 63) & ~(size_t)63;
-    dn.botf_payload = (size_t)HASHI_AM_EAGER_HDR + (size_t)botf;
+    dn.botf_payload = (size_t)HASHI_AM_LONG_HDR + (size_t)botf;
+    dn.botf_data = (size_t)botf;
     dn.block_max = (DN_HDR_SIZE + dn.botf_payload + 7) & ~(size_t)7;
     dn.push_min = (size_t)hashi_param_int(HASHI_P_DIMMNET_PUSH_MIN);
+    /* Peers on fabric: one block (one fi_send) holds any eager message, and
+     * only a PUSH_MIN set by the user moves one through a receive buffer. */
+    dn.net_botf_data = dn.botf_data;
+    dn.net_push_min = hashi_param_is_set(HASHI_P_DIMMNET_PUSH_MIN) ? dn.push_min : SIZE_MAX;
+    if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !emu_only) {
+        size_t room = dn.buf_size - HASHI_AM_LONG_HDR;      /* the core's eager cap */
+        size_t want = (size_t)eager < room ? (size_t)eager : room;
+        want = want < DN_BOTF_MAX_FABRIC ? DN_BOTF_MAX_FABRIC : want > DN_NET_BLOCK_MAX ? DN_NET_BLOCK_MAX : want;
+        dn.net_botf_data = want;
+    }
+    size_t net_block_max = (DN_HDR_SIZE + HASHI_AM_LONG_HDR + dn.net_botf_data + 7) & ~(size_t)7;
     dn.pgid = job_pgid();
     dn.print_stats = (int)hashi_param_int(HASHI_P_DIMMNET_STATS);
     dn.npeers = hashi_job.size;
@@ -960,7 +1027,8 @@ static int dn_init(char *err, size_t errlen)
         return -1;
     }
     struct hashi_tl_config cfg = {
-        .llcm_size = llcm, .block_max = dn.block_max, .on_block = on_block, .on_notify = on_notify,
+        .llcm_size = llcm, .block_max = dn.block_max, .net_block_max = net_block_max, .on_block = on_block,
+        .on_notify = on_notify,
     };
     if (hashi_transport_init(&cfg, err, errlen) != 0)
         return -1;
@@ -1013,6 +1081,23 @@ static int dn_connect(char *err, size_t errlen)
             max_rma = tl->max_rma;
     }
     dn.ops.max_get = dn.ops.max_put = max_rma;
+    /* Over fabric the tcp round trip, not the copy, is the cost: credits go
+     * back in batches (the sender waits only with all of them used, and then
+     * all are due) and rendezvous data is read by the receiver, never put
+     * after a CTS (HASHI_DIMMNET_FABRIC_RNDV, unless HASHI_DIMMNET_RNDV is set). */
+    int net_get = !hashi_param_is_set(HASHI_P_DIMMNET_RNDV) &&
+                  strcasecmp(hashi_param_str(HASHI_P_DIMMNET_FABRIC_RNDV), "pull") == 0;
+    for (int r = 0; r < dn.npeers; r++) {
+        struct dn_peer *p = &dn.peers[r];
+        int net = hashi_tl(r) && hashi_tl(r)->id == HASHI_TL_FABRIC;
+        p->block_payload = HASHI_AM_LONG_HDR + (net ? dn.net_botf_data : dn.botf_data);
+        p->block_data = net ? dn.net_botf_data : dn.botf_data;
+        p->push_min = net ? dn.net_push_min : dn.push_min;
+        p->freed_batch = net && dn.nbufs > 1 ? dn.nbufs / 2 : 1;
+        p->notices_batch = net ? DN_NOTICE_SLOTS / 2 : 1;
+        if (net && net_get)
+            hashi_am_core_set_peer_get(r);
+    }
     size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
     if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
         snprintf(err, errlen, "dimmnet: out of memory for %zu bytes of PUSH staging", stage_bytes);
@@ -1032,7 +1117,7 @@ static int dn_connect(char *err, size_t errlen)
     dn.up = 1;
     HASHI_DEBUG(1, "dimmnet: BOTF blocks of %zu bytes (%zu of payload), %u receive buffers of %zu bytes per sender, "
                 "eager up to %zu bytes, PUSH from %zu bytes, process group %#" PRIx32,
-                dn.block_max, dn.botf_payload - HASHI_AM_EAGER_HDR, dn.nbufs, dn.buf_size,
+                dn.block_max, dn.botf_data, dn.nbufs, dn.buf_size,
                 hashi_am_p2p_ops.eager_limit, dn.push_min, dn.pgid);
     return 0;
 }

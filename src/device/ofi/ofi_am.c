@@ -135,6 +135,7 @@ static struct {
     struct azsend *zsend_free;
     struct aread *read_free;
     int bounce_cached, zsend_cached, read_cached;
+    size_t inject_max;      /* largest buffered send injected from the stack */
     /* coalescing */
     size_t coalesce_max;    /* largest message (header + payload) batched; 0: off */
     struct apeer *peers;    /* by world rank */
@@ -338,6 +339,18 @@ static void batch_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e
 
 static const struct ofi_op_class batch_class = { "fi_send (coalesced)", 0, batch_post, batch_complete };
 
+/* Header and payload side by side; the eager header (the hot case) is
+ * copied as a constant-size block the compiler inlines. */
+static inline void assemble(unsigned char *to, const void *hdr, size_t hdr_len, const void *data, size_t len)
+{
+    if (hdr_len == HASHI_AM_EAGER_HDR)
+        memcpy(to, hdr, HASHI_AM_EAGER_HDR);
+    else
+        memcpy(to, hdr, hdr_len);
+    if (len)
+        memcpy(to + hdr_len, data, len);
+}
+
 /* Hand dest's open batch to the provider (or its queue, keeping order). */
 static void batch_close(int dest)
 {
@@ -354,7 +367,7 @@ static void batch_close(int dest)
 }
 
 /* Close every open batch; returns the messages they carried. */
-static int batches_close_all(void)
+static __attribute__((noinline)) int batches_close_all(void)
 {
     int n = 0;
     while (am.open_batches) {
@@ -402,9 +415,7 @@ static int batch_add(int dest, const void *hdr, size_t hdr_len, const void *data
     uint32_t n = (uint32_t)(hdr_len + len);
     unsigned char *at = b->bytes + b->len;
     memcpy(at, &n, sizeof n);
-    memcpy(at + sizeof n, hdr, hdr_len);
-    if (len)
-        memcpy(at + sizeof n + hdr_len, data, len);
+    assemble(at + sizeof n, hdr, hdr_len, data, len);
     b->len += need;
     b->handed[b->count].fn = done;
     b->handed[b->count].arg = arg;
@@ -412,66 +423,74 @@ static int batch_add(int dest, const void *hdr, size_t hdr_len, const void *data
     return 1;
 }
 
+/* A buffered send the provider refused for now, or too big to inject: a bounce buffer. */
+static int send_bounced(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len,
+                        hashi_am_done_fn done, void *arg)
+{
+    size_t total = hdr_len + len;
+    struct abounce *b = bounce_get(total);
+    if (!b)
+        return -1;
+    b->op.cls = &bounce_class;
+    b->dest = dest;
+    b->handed = done;
+    b->arg = arg;
+    b->len = total;
+    assemble(b->bytes, hdr, hdr_len, data, len);
+    hashi_ofi_post(&b->op);
+    return 0;
+}
+
 static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
                    hashi_am_done_fn done, void *arg)
 {
     size_t total = hdr_len + len;
-    if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || dest < 0 || dest >= hashi_job.size)
+    if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || (unsigned)dest >= (unsigned)hashi_job.size)
         return -1;
+    if (!(flags & HASHI_AM_SEND_BUFFERED)) {
+        if (am.coalesce_max && am.peers[dest].open)
+            batch_close(dest);  /* what was batched before this send goes first */
+        struct azsend *z = zsend_get();
+        if (!z)
+            return -1;
+        z->op.cls = &zsend_class;
+        z->done = done;
+        z->arg = arg;
+        z->dest = dest;
+        z->hdr_len = hdr_len;
+        z->data = data;
+        z->len = len;
+        memcpy(z->hdr, hdr, hdr_len);
+        hashi_ofi_post(&z->op);
+        return 0;
+    }
     if (am.coalesce_max) {
-        if ((flags & HASHI_AM_SEND_BUFFERED) && total <= am.coalesce_max) {
+        if (total <= am.coalesce_max) {
             if (batch_add(dest, hdr, hdr_len, data, len, done, arg))
                 return 0;
         } else if (am.peers[dest].open) {
-            batch_close(dest);  /* what was batched before this send goes first */
+            batch_close(dest);
         }
     }
-    if (flags & HASHI_AM_SEND_BUFFERED) {
-        if (total <= hashi_ofi.inject_size && total <= INJECT_STACK && hashi_ofi_queue_empty(0)) {
-            unsigned char msg[INJECT_STACK];
-            memcpy(msg, hdr, hdr_len);
-            if (len)
-                memcpy(msg + hdr_len, data, len);
-            ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
-            if (rc == 0) {
-                hashi_wake_peer(dest);
-                if (done)
-                    done(arg, 0);
-                return 0;
-            }
-            if (rc != -FI_EAGAIN) {
-                hashi_ofi_warn("fi_inject", rc);
-                return -1;
-            }
-            hashi_ofi.eagain_count++;
+    /* The hot path (a ping-pong's every message): assembled on the stack and
+     * injected, complete before this returns. */
+    if (total <= am.inject_max && hashi_ofi_queue_empty(0)) {
+        unsigned char msg[INJECT_STACK];
+        assemble(msg, hdr, hdr_len, data, len);
+        ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
+        if (rc == 0) {
+            hashi_wake_peer(dest);
+            if (done)
+                done(arg, 0);
+            return 0;
         }
-        struct abounce *b = bounce_get(total);
-        if (!b)
+        if (rc != -FI_EAGAIN) {
+            hashi_ofi_warn("fi_inject", rc);
             return -1;
-        b->op.cls = &bounce_class;
-        b->dest = dest;
-        b->handed = done;
-        b->arg = arg;
-        b->len = total;
-        memcpy(b->bytes, hdr, hdr_len);
-        if (len)
-            memcpy(b->bytes + hdr_len, data, len);
-        hashi_ofi_post(&b->op);
-        return 0;
+        }
+        hashi_ofi.eagain_count++;
     }
-    struct azsend *z = zsend_get();
-    if (!z)
-        return -1;
-    z->op.cls = &zsend_class;
-    z->done = done;
-    z->arg = arg;
-    z->dest = dest;
-    z->hdr_len = hdr_len;
-    z->data = data;
-    z->len = len;
-    memcpy(z->hdr, hdr, hdr_len);
-    hashi_ofi_post(&z->op);
-    return 0;
+    return send_bounced(dest, hdr, hdr_len, data, len, done, arg);
 }
 
 /* ------------------------------------------------------------------ RMA */
@@ -545,7 +564,7 @@ static int am_get(int peer, void *local, size_t len, const void *rkey, uint64_t 
 /* ------------------------------------------------------------- receiving */
 
 /* A coalesced message: hand each message in it to the core, in order. */
-static void deliver_batch(const unsigned char *buf, size_t len)
+static __attribute__((noinline)) void deliver_batch(const unsigned char *buf, size_t len)
 {
     size_t off = 0;
     while (len - off >= sizeof(uint32_t)) {
@@ -570,20 +589,29 @@ static ssize_t rbuf_post(struct ofi_op *op)
     return fi_recvmsg(hashi_ofi.ep, &msg, FI_MULTI_RECV);
 }
 
+/* A receive buffer's error completion (cancelled at finalize, or failed). Out
+ * of line: the hot path below then needs no saved registers. */
+static __attribute__((noinline, cold)) uint64_t rbuf_failed(const struct fi_cq_err_entry *err)
+{
+    if (err->err != FI_ECANCELED)
+        hashi_log("ofi device: a receive buffer failed: %s",
+                  fi_cq_strerror(hashi_ofi.cq, err->prov_errno, err->err_data, NULL, 0));
+    return err->flags;
+}
+
 static void rbuf_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
 {
     uint64_t flags;
-    if (err) {
-        if (err->err != FI_ECANCELED)
-            hashi_log("ofi device: a receive buffer failed: %s",
-                      fi_cq_strerror(hashi_ofi.cq, err->prov_errno, err->err_data, NULL, 0));
-        flags = err->flags;
-    } else {
-        if ((e->flags & FI_REMOTE_CQ_DATA) && e->data == BATCH_CQ_DATA)
-            deliver_batch(e->buf, e->len);
-        else if (e->len)
-            hashi_am_deliver(e->buf, e->len);
+    if (__builtin_expect(err == NULL, 1)) {
         flags = e->flags;
+        if (__builtin_expect(!(flags & FI_REMOTE_CQ_DATA), 1) || e->data != BATCH_CQ_DATA) {
+            if (e->len)
+                hashi_am_deliver(e->buf, e->len);
+        } else {
+            deliver_batch(e->buf, e->len);
+        }
+    } else {
+        flags = rbuf_failed(err);
     }
     /* The provider is done with the buffer and every message in it was consumed. */
     if (flags & FI_MULTI_RECV)
@@ -632,6 +660,7 @@ int hashi_ofi_am_init(char *err, size_t errlen)
     if (hashi_am_core_init(&am.ops, hashi_ofi.eager_limit, mode, err, errlen) != 0)
         return -1;
     hashi_device_ofi.p2p = hashi_am_p2p_ops;
+    am.inject_max = hashi_ofi.inject_size < INJECT_STACK ? hashi_ofi.inject_size : INJECT_STACK;
 
     /* Batches need remote CQ data to mark them; the limit keeps the copies
      * into a batch cheaper than the provider's per-message cost. */

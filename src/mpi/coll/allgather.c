@@ -179,6 +179,14 @@ static int build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, 
     return alg == HASHI_ALLGATHER_RECURSIVE_DOUBLING ? allgather_recursive_doubling(s, c, l) : allgather_ring(s, c, l);
 }
 
+int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                               MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                               const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype)
+{
+    struct allgather_layout l = { recvbuf, rcount, rcounts, displs, rtype, hashi_type_extent(hashi_type_get(rtype)) };
+    return build_allgather(s, c, sendbuf, scount, stype, &l);
+}
+
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                      void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                      MPI_Datatype rtype, MPI_Comm comm, int is_v)
@@ -203,10 +211,15 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
             return rc;
     }
 
-    struct allgather_layout l = { recvbuf, rcount, is_v ? rcounts : NULL, displs, rtype, hashi_type_extent(rt) };
+    if (call->mode == HASHI_COLL_BLOCKING && !is_v &&
+        (rc = hashi_coll_hier_allgather(NULL, sendbuf, scount, stype, recvbuf, rcount, rtype, c)) != HASHI_COLL_FLAT)
+        return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(call->func, comm, rc, "the node-aware allgather failed");
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s)
-        rc = build_allgather(s, c, sendbuf, scount, stype, &l);
+    if (s && !is_v)
+        rc = hashi_coll_hier_allgather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, c);
+    if (s && (is_v || rc == HASHI_COLL_FLAT))
+        rc = hashi_coll_build_allgather(s, c, sendbuf, scount, stype, recvbuf, rcount, is_v ? rcounts : NULL, displs,
+                                        rtype);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

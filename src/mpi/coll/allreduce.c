@@ -127,6 +127,9 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
         return MPI_SUCCESS;
     if (c->size == 1)
         return sendbuf == MPI_IN_PLACE ? MPI_SUCCESS : hashi_sched_copy(s, sendbuf, count, type, recvbuf, count, type);
+    int rc = hashi_coll_hier_allreduce(s, sendbuf, recvbuf, count, type, op, c);
+    if (rc != HASHI_COLL_FLAT)
+        return rc;
     switch (hashi_coll_select(HASHI_CHOOSE_ALLREDUCE, c, (size_t)hashi_type_bytes(t, count), count,
                               hashi_op_is_commutative(op))) {
     case HASHI_ALG_RABENSEIFNER:
@@ -192,6 +195,9 @@ static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, vo
     if (!c)
         return rc;
     if (call->mode == HASHI_COLL_BLOCKING && c->size > 1 && count > 0) {
+        if ((rc = hashi_coll_hier_allreduce(NULL, sendbuf, recvbuf, count, type, op, c)) != HASHI_COLL_FLAT)
+            return rc == MPI_SUCCESS ? MPI_SUCCESS
+                                     : hashi_err_comm(call->func, comm, rc, "the node-aware allreduce failed");
         rc = device_allreduce(sendbuf, recvbuf, count, type, op, t, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;

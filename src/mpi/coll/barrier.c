@@ -1,7 +1,8 @@
 /*
  * MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init. The blocking form asks the
- * device first (DIMMnet / Maestro barriers in hardware); otherwise, and for
- * the other forms, a dissemination barrier: in round k every rank sends an
+ * device first (DIMMnet / Maestro barriers in hardware), then the node-aware
+ * barrier (hier.c: node, leaders, node) on communicators spanning nodes;
+ * otherwise, and for the other forms, the node-aware or a dissemination barrier: in round k every rank sends an
  * empty message to rank + 2^k and waits for one from rank - 2^k, so after
  * ceil(log2 n) rounds every rank has heard, directly or through others, from
  * every rank's entry.
@@ -12,7 +13,10 @@
 
 int hashi_coll_build_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
 {
-    int n = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    int n = c->size, rank = c->rank, rc = hashi_coll_hier_barrier(s, c);
+    if (rc != HASHI_COLL_FLAT)
+        return rc;
+    rc = MPI_SUCCESS;
     for (int dist = 1; dist < n && rc == MPI_SUCCESS; dist *= 2) {
         rc = hashi_sched_send(s, NULL, 0, MPI_BYTE, (rank + dist) % n);
         if (rc == MPI_SUCCESS)
@@ -21,6 +25,15 @@ int hashi_coll_build_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
             rc = hashi_sched_fence(s);
     }
     return rc;
+}
+
+/* The node-aware barrier run now: HASHI_COLL_FLAT when not chosen. */
+static int hier_now(const struct hashi_coll_call *call, MPI_Comm comm, struct MPI_ABI_Comm *c)
+{
+    int rc = hashi_coll_hier_barrier(NULL, c);
+    if (rc == HASHI_COLL_FLAT || rc == MPI_SUCCESS)
+        return rc;
+    return hashi_err_comm(call->func, comm, rc, "the node-aware barrier failed");
 }
 
 static int barrier(const struct hashi_coll_call *call, MPI_Comm comm)
@@ -32,6 +45,12 @@ static int barrier(const struct hashi_coll_call *call, MPI_Comm comm)
     if (call->mode == HASHI_COLL_BLOCKING) {
         if (c->size == 1)
             return MPI_SUCCESS;
+        /* A device barrier that takes the communicator (dimmnet's one-sided
+         * dissemination on MPI_COMM_WORLD spans nodes) beats the three
+         * phases of the node-aware one, unless that one is forced. */
+        int hier_first = hashi_coll_hier_forced(HASHI_CHOOSE_BARRIER, c);
+        if (hier_first && (rc = hier_now(call, comm, c)) != HASHI_COLL_FLAT)
+            return rc;
         if (hashi_device->coll.barrier) {
             rc = hashi_device->coll.barrier(c);
             if (rc == MPI_SUCCESS)
@@ -39,6 +58,8 @@ static int barrier(const struct hashi_coll_call *call, MPI_Comm comm)
             if (rc != HASHI_DEVICE_COLL_DECLINE)
                 return hashi_err_comm(call->func, comm, rc, "the device's barrier failed");
         }
+        if (!hier_first && (rc = hier_now(call, comm, c)) != HASHI_COLL_FLAT)
+            return rc;
     }
     struct hashi_sched *s = hashi_sched_create(c);
     rc = s ? hashi_coll_build_barrier(s, c) : MPI_ERR_NO_MEM;

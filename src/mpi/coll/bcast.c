@@ -109,6 +109,9 @@ int hashi_coll_build_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MP
     size_t bytes = (size_t)hashi_type_bytes(t, count);
     if (c->size == 1 || bytes == 0)
         return MPI_SUCCESS;
+    int rc = hashi_coll_hier_bcast(s, buf, count, type, root, c);
+    if (rc != HASHI_COLL_FLAT)
+        return rc;
     if (hashi_coll_select(HASHI_CHOOSE_BCAST, c, bytes, count, 1) == HASHI_ALG_SCATTER_ALLGATHER)
         return bcast_scatter_allgather(s, buf, count, type, root, c);
     return bcast_binomial(s, buf, count, type, root, c);
@@ -159,6 +162,8 @@ static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count,
         size_t bytes = (size_t)hashi_type_bytes(t, count);
         if (c->size == 1 || bytes == 0)
             return MPI_SUCCESS;
+        if ((rc = hashi_coll_hier_bcast(NULL, buf, count, type, root, c)) != HASHI_COLL_FLAT)
+            return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware broadcast failed");
         rc = device_bcast(buf, count, t, bytes, root, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;

@@ -140,10 +140,14 @@ enum hashi_coll_alg {
     HASHI_ALG_RECURSIVE_HALVING,   /* reduce_scatter */
     HASHI_ALG_PAIRWISE,            /* reduce_scatter */
     HASHI_ALG_REDUCE_SCATTERV,     /* reduce_scatter: reduce to rank 0, then scatter */
+    HASHI_ALG_DISSEMINATION,       /* barrier */
+    HASHI_ALG_HIER,                /* barrier, bcast, reduce, allreduce, allgather: node-aware (hier.c) */
+    HASHI_ALG_FLAT,                /* allgather: one of its flat algorithms (coll_data.h) is named */
 };
 
 enum hashi_alg_choice_for {
     HASHI_CHOOSE_BCAST, HASHI_CHOOSE_REDUCE, HASHI_CHOOSE_ALLREDUCE, HASHI_CHOOSE_REDUCE_SCATTER,
+    HASHI_CHOOSE_BARRIER, HASHI_CHOOSE_ALLGATHER,
 };
 
 /* The algorithm for a collective of `bytes` bytes (the whole vector) and
@@ -151,6 +155,60 @@ enum hashi_alg_choice_for {
  * rank gets the same answer (its inputs are the same everywhere). */
 enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c,
                                       size_t bytes, MPI_Count count, int commutative);
+
+/* ---- node-aware two-level algorithms (hier.c) ---- */
+
+/*
+ * A communicator's node layout (its coll_state), learnt once by the first
+ * blocking collective that wants it, freed with the communicator. Flat (no
+ * two_level) for communicators on one node, with one member per node, and
+ * for the sub-communicators themselves.
+ */
+struct hashi_coll_hier {
+    int two_level;
+    int in_order;                  /* every node's members are consecutive ranks: node order is rank order */
+    int nodes;
+    int *node_first, *node_size;   /* by node: its lowest parent rank, its members */
+    int *node_of;                  /* parent rank -> its node = its leader's rank in `leaders` */
+    int *local_rank_of;            /* parent rank -> its rank in its node's `local` */
+    struct MPI_ABI_Comm *local;    /* my node's members, in parent rank order */
+    struct MPI_ABI_Comm *leaders;  /* the lowest rank of each node, in node order; NULL unless I am one */
+};
+
+/* The layout of c; NULL when not known yet and may_setup is 0, or when the
+ * set-up failed (*rc: the error, raised on c naming func). */
+struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int may_setup, int *rc);
+/* Release c's layout (hashi_comm_release, MPI_Finalize for the predefined ones). */
+void hashi_coll_comm_free(struct MPI_ABI_Comm *c);
+
+/* select.c: the layout to run `coll` on two levels with, or NULL for the
+ * flat algorithms (*rc MPI_SUCCESS) or a failed set-up (*rc the error). */
+struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c,
+                                               const char *func, size_t bytes, int commutative, int may_setup,
+                                               int *rc);
+
+/* 1 when the two-level algorithm is asked for explicitly (the collective's
+ * hint or parameter says hier, or HASHI_COLL_HIER / hashi_coll_hier on):
+ * then it goes before a device's own collective. */
+int hashi_coll_hier_forced(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c);
+
+/*
+ * The two-level algorithms. s NULL: a blocking call, run now (each phase
+ * through the collective's entry on the sub-communicator, so the device's
+ * node collectives serve the node-local phases); else added to s as
+ * sub-schedule steps. HASHI_COLL_FLAT when the selection keeps the flat
+ * algorithms; else MPI_SUCCESS or an error class.
+ */
+#define HASHI_COLL_FLAT (-1)
+int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c);
+int hashi_coll_hier_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
+                          struct MPI_ABI_Comm *c);
+int hashi_coll_hier_reduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype type, MPI_Op op, int root, struct MPI_ABI_Comm *c);
+int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                              MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c);
+int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                              void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, struct MPI_ABI_Comm *c);
 
 /* ---- schedule builders (one per algorithm family; no argument checks) ---- */
 

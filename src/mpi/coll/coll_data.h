@@ -123,6 +123,17 @@ enum hashi_alltoall_alg hashi_coll_alltoallv_alg(const struct MPI_ABI_Comm *c, s
 /* How many peers a scattered exchange talks to per round. */
 int hashi_coll_alltoall_window(void);
 
+/* Schedule builders for other builders (the node-aware Allgather, hier.c):
+ * the algorithm the collective itself would choose, no argument checks.
+ * Allgather when rcounts is NULL, else Allgatherv (arrays read while
+ * building only). */
+int hashi_coll_build_gather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                            MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                            MPI_Datatype rtype, int root);
+int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                               MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                               const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype);
+
 /* ---- one side of an exchange: where each peer's block is ---- */
 
 /*

@@ -114,6 +114,22 @@ static int gather_linear(struct hashi_sched *s, const struct MPI_ABI_Comm *c, co
     return rc;
 }
 
+int hashi_coll_build_gather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                            MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                            MPI_Datatype rtype, int root)
+{
+    struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, NULL, NULL, root };
+    /* One block's bytes: the same on every rank (the root's receive side,
+     * the others' send side: one signature). */
+    size_t blk = (size_t)(c->rank == root ? hashi_type_bytes(hashi_type_get(rtype), rcount)
+                                          : hashi_type_bytes(hashi_type_get(stype), scount));
+    if (blk == 0)
+        return MPI_SUCCESS;
+    if (hashi_coll_gather_alg(c, blk) == HASHI_ROOTED_BINOMIAL)
+        return gather_binomial(s, c, &a, blk);
+    return gather_linear(s, c, &a, blk);
+}
+
 static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                   void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                   MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -126,18 +142,11 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
     if (!c)
         return rc;
 
-    struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, is_v ? rcounts : NULL, displs, root };
+    struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s) {
-        if (is_v)
-            rc = gather_linear(s, c, &a, blk);
-        else if (blk == 0)
-            rc = MPI_SUCCESS;
-        else if (hashi_coll_gather_alg(c, blk) == HASHI_ROOTED_BINOMIAL)
-            rc = gather_binomial(s, c, &a, blk);
-        else
-            rc = gather_linear(s, c, &a, blk);
-    }
+    if (s)
+        rc = is_v ? gather_linear(s, c, &a, blk)
+                  : hashi_coll_build_gather(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

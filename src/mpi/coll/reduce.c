@@ -76,6 +76,9 @@ int hashi_coll_build_reduce(struct hashi_sched *s, const void *sendbuf, void *re
             return MPI_SUCCESS;
         return hashi_sched_copy(s, sendbuf, count, type, recvbuf, count, type);
     }
+    int rc = hashi_coll_hier_reduce(s, sendbuf, recvbuf, count, type, op, root, c);
+    if (rc != HASHI_COLL_FLAT)
+        return rc;
     enum hashi_coll_alg alg = hashi_coll_select(HASHI_CHOOSE_REDUCE, c, bytes, count, hashi_op_is_commutative(op));
     if (alg == HASHI_ALG_RABENSEIFNER)
         return hashi_coll_build_rabenseifner(s, sendbuf, recvbuf, count, type, op, root, c);
@@ -102,6 +105,9 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
         rc = hashi_coll_check_buffer(func, comm, sendbuf, count, t, "sendbuf");
     if (rc != MPI_SUCCESS)
         return rc;
+    if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1 &&
+        (rc = hashi_coll_hier_reduce(NULL, sendbuf, recvbuf, count, type, op, root, c)) != HASHI_COLL_FLAT)
+        return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware reduce failed");
     struct hashi_sched *s = hashi_sched_create(c);
     rc = s ? hashi_coll_build_reduce(s, sendbuf, recvbuf, count, type, op, root, c) : MPI_ERR_NO_MEM;
     return hashi_coll_call_finish(call, comm, s, rc);

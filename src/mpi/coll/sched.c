@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum step_kind { STEP_SEND, STEP_RECV, STEP_REDUCE, STEP_COPY, STEP_CALLBACK, STEP_FENCE };
+enum step_kind { STEP_SEND, STEP_RECV, STEP_REDUCE, STEP_COPY, STEP_CALLBACK, STEP_SUB, STEP_FENCE };
 
 struct sched_step {
     enum step_kind kind;
@@ -42,6 +42,7 @@ struct sched_step {
             void *dst; MPI_Count dcount; MPI_Datatype dtype;
         } copy;
         struct { int (*fn)(struct hashi_sched *s, void *arg); void *arg; } cb;
+        struct hashi_sched *sub;    /* a schedule on another communicator, owned */
     } u;
     struct MPI_ABI_Request *req;    /* send / receive in flight */
 };
@@ -54,8 +55,17 @@ struct sched_step {
 /* Schedule objects kept for reuse after they are destroyed. */
 #define SCHED_CACHE_MAX 16
 
+/* Large scratch blocks kept for the next schedule: a collective on a 1 MiB
+ * vector would otherwise malloc and free its temporaries on every call, and
+ * glibc hands such blocks back to the kernel (mmap, or trimming the heap top),
+ * so every call paid a page fault per 4 KiB (reduce at 1 MiB ran 4x slower
+ * than Open MPI). A few blocks, the largest kept, bounded in bytes. */
+#define SCRATCH_CACHE_BLOCKS 4
+#define SCRATCH_CACHE_BYTES ((size_t)64 << 20)
+
 struct scratch_block {
     struct scratch_block *next;
+    size_t capacity;
     alignas(max_align_t) unsigned char data[];
 };
 
@@ -89,7 +99,69 @@ static struct {
     int cached;
     int hook_registered;
     int in_hook;                    /* the hook does not re-enter itself (user ops may call MPI) */
+    struct scratch_block *scratch_cache[SCRATCH_CACHE_BLOCKS];
+    size_t scratch_cached_bytes;
 } engine;
+
+void hashi_sched_release_memory(void)
+{
+    while (engine.cache) {
+        struct hashi_sched *s = engine.cache;
+        engine.cache = s->next_cached;
+        free(s);
+    }
+    engine.cached = 0;
+    for (int i = 0; i < SCRATCH_CACHE_BLOCKS; i++) {
+        free(engine.scratch_cache[i]);
+        engine.scratch_cache[i] = NULL;
+    }
+    engine.scratch_cached_bytes = 0;
+}
+
+/* A cached block of at least `bytes` (the smallest that fits), or NULL. */
+static struct scratch_block *scratch_cache_take(size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; i < SCRATCH_CACHE_BLOCKS; i++) {
+        struct scratch_block *b = engine.scratch_cache[i];
+        if (b && b->capacity >= bytes && (best < 0 || b->capacity < engine.scratch_cache[best]->capacity))
+            best = i;
+    }
+    if (best < 0)
+        return NULL;
+    struct scratch_block *b = engine.scratch_cache[best];
+    engine.scratch_cache[best] = NULL;
+    engine.scratch_cached_bytes -= b->capacity;
+    return b;
+}
+
+/* Keep b for later if it is worth it, else free it (or the smallest cached
+ * block, when b is larger and the cache is full). */
+static void scratch_cache_give(struct scratch_block *b)
+{
+    int slot = -1;
+    for (int i = 0; i < SCRATCH_CACHE_BLOCKS && slot < 0; i++)
+        if (!engine.scratch_cache[i])
+            slot = i;
+    if (slot < 0) {
+        for (int i = 0; i < SCRATCH_CACHE_BLOCKS; i++)
+            if (slot < 0 || engine.scratch_cache[i]->capacity < engine.scratch_cache[slot]->capacity)
+                slot = i;
+        if (engine.scratch_cache[slot]->capacity >= b->capacity) {
+            free(b);
+            return;
+        }
+        engine.scratch_cached_bytes -= engine.scratch_cache[slot]->capacity;
+        free(engine.scratch_cache[slot]);
+        engine.scratch_cache[slot] = NULL;
+    }
+    if (engine.scratch_cached_bytes + b->capacity > SCRATCH_CACHE_BYTES) {
+        free(b);
+        return;
+    }
+    engine.scratch_cache[slot] = b;
+    engine.scratch_cached_bytes += b->capacity;
+}
 
 /* ---- tags ---- */
 
@@ -137,6 +209,9 @@ static void release_step_refs(struct sched_step *st)
             hashi_type_release(hashi_type_get(st->u.reduce.type));
         hashi_op_release(st->u.reduce.op);
         break;
+    case STEP_SUB:
+        hashi_sched_destroy(st->u.sub);
+        break;
     case STEP_COPY:
         if (!hashi_handle_is_predefined(st->u.copy.stype))
             hashi_type_release(hashi_type_get(st->u.copy.stype));
@@ -164,7 +239,7 @@ void hashi_sched_destroy(struct hashi_sched *s)
     while (s->scratch_blocks) {
         struct scratch_block *b = s->scratch_blocks;
         s->scratch_blocks = b->next;
-        free(b);
+        scratch_cache_give(b);
     }
     hashi_comm_release(s->comm);
     if (engine.cached < SCHED_CACHE_MAX) {
@@ -281,6 +356,17 @@ int hashi_sched_callback(struct hashi_sched *s, int (*fn)(struct hashi_sched *s,
     return MPI_SUCCESS;
 }
 
+int hashi_sched_sub(struct hashi_sched *s, struct hashi_sched *sub)
+{
+    struct sched_step *st = add_step(s, STEP_SUB);
+    if (!st) {
+        hashi_sched_destroy(sub);
+        return MPI_ERR_NO_MEM;
+    }
+    st->u.sub = sub;
+    return MPI_SUCCESS;
+}
+
 int hashi_sched_fence(struct hashi_sched *s)
 {
     /* An empty round (two fences in a row, or a fence first) is no round. */
@@ -298,9 +384,13 @@ void *hashi_sched_scratch(struct hashi_sched *s, size_t bytes)
         s->scratch_used += rounded;
         return p;
     }
-    struct scratch_block *b = malloc(sizeof *b + (bytes ? bytes : 1));
-    if (!b)
-        return NULL;
+    struct scratch_block *b = scratch_cache_take(bytes);
+    if (!b) {
+        b = malloc(sizeof *b + (bytes ? bytes : 1));
+        if (!b)
+            return NULL;
+        b->capacity = bytes ? bytes : 1;
+    }
     b->next = s->scratch_blocks;
     s->scratch_blocks = b;
     return b->data;
@@ -342,6 +432,9 @@ int hashi_coll_copy(const void *src, MPI_Count scount, MPI_Datatype stype, void 
     return MPI_SUCCESS;
 }
 
+static void reset(struct hashi_sched *s);
+static int advance(struct hashi_sched *s);
+
 /* Start the steps of the round at s->pc; sets round_end. */
 static void start_round(struct hashi_sched *s)
 {
@@ -372,6 +465,12 @@ static void start_round(struct hashi_sched *s)
         case STEP_CALLBACK:
             rc = st->u.cb.fn(s, st->u.cb.arg);
             break;
+        case STEP_SUB:
+            /* Started here, driven by this schedule's advance (never on the
+             * engine's list itself). */
+            reset(st->u.sub);
+            advance(st->u.sub);
+            break;
         }
         if (rc != MPI_SUCCESS) {
             /* Post nothing more; the round still waits for what it posted. */
@@ -397,6 +496,15 @@ static int advance(struct hashi_sched *s)
         if (s->running) {
             for (int i = s->scan; i < s->round_end; i++) {
                 struct sched_step *st = &s->steps[i];
+                if (st->kind == STEP_SUB) {
+                    if (!advance(st->u.sub)) {
+                        s->scan = i;
+                        return 0;
+                    }
+                    if (st->u.sub->error != MPI_SUCCESS && s->error == MPI_SUCCESS)
+                        s->error = st->u.sub->error;
+                    continue;
+                }
                 if (!st->req)
                     continue;
                 if (!hashi_request_is_complete(st->req)) {

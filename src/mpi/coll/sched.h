@@ -64,12 +64,21 @@ int hashi_sched_copy(struct hashi_sched *s, const void *src, MPI_Count scount, M
  * class. It may not add steps. */
 int hashi_sched_callback(struct hashi_sched *s, int (*fn)(struct hashi_sched *s, void *arg), void *arg);
 
+/* Run `sub`, a schedule built on another communicator (a node-local or
+ * leaders' sub-communicator: its own context and tag), as a step: it starts
+ * with its round, and the round completes when sub has finished; its error
+ * fails this schedule. This schedule owns sub from now on (destroyed with
+ * it, also when adding the step fails); persistent replays rerun it. */
+int hashi_sched_sub(struct hashi_sched *s, struct hashi_sched *sub);
+
 /* End the current round. */
 int hashi_sched_fence(struct hashi_sched *s);
 
 /* bytes of scratch memory owned by the schedule (aligned for any type);
  * NULL when out of memory. */
 void *hashi_sched_scratch(struct hashi_sched *s, size_t bytes);
+/* MPI_Finalize: free the destroyed schedules and scratch blocks kept for reuse. */
+void hashi_sched_release_memory(void);
 
 /*
  * Turn a built schedule into a request of kind HASHI_REQ_COLL (the schedule

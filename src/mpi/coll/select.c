@@ -10,6 +10,11 @@
  * it to run every algorithm in one launch; the program must set the same
  * hints on every rank, like any hint the standard says must agree).
  *
+ * Node-aware (two-level) algorithms: hashi_coll_hier_select decides first
+ * (hier.c asks it), with HASHI_COLL_HIER and the value "hier" of the
+ * per-collective parameters and hints; hashi_coll_select sees only the
+ * flat cases.
+ *
  * Every rank must choose the same algorithm: the inputs (bytes of the whole
  * vector, count, communicator size, the op) are the same on every rank of a
  * correct program. An override naming an algorithm that cannot run the case
@@ -25,9 +30,13 @@
 #include <pthread.h>
 #include <string.h>
 
+enum hier_mode { HIER_AUTO, HIER_ON, HIER_OFF };
+
 static struct {
-    enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter;
+    enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter, barrier;
     size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long;
+    enum hier_mode hier;
+    size_t hier_max;
 } conf;
 static pthread_once_t conf_once = PTHREAD_ONCE_INIT;
 static void data_conf_load(void);
@@ -43,11 +52,18 @@ static enum hashi_coll_alg alg_named(const char *name)
         { "recursive_halving", HASHI_ALG_RECURSIVE_HALVING },
         { "pairwise", HASHI_ALG_PAIRWISE },
         { "reduce_scatterv", HASHI_ALG_REDUCE_SCATTERV },
+        { "dissemination", HASHI_ALG_DISSEMINATION },
+        { "hier", HASHI_ALG_HIER },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i].name) == 0)
             return names[i].alg;
     return HASHI_ALG_AUTO;   /* "auto" (the table validated the value) */
+}
+
+static enum hier_mode hier_mode_named(const char *v)
+{
+    return !v ? HIER_AUTO : strcmp(v, "on") == 0 ? HIER_ON : strcmp(v, "off") == 0 ? HIER_OFF : HIER_AUTO;
 }
 
 static void conf_load(void)
@@ -56,15 +72,18 @@ static void conf_load(void)
     conf.reduce = alg_named(hashi_param_str(HASHI_P_COLL_REDUCE));
     conf.allreduce = alg_named(hashi_param_str(HASHI_P_COLL_ALLREDUCE));
     conf.reduce_scatter = alg_named(hashi_param_str(HASHI_P_COLL_REDUCE_SCATTER));
+    conf.barrier = alg_named(hashi_param_str(HASHI_P_COLL_BARRIER));
     conf.bcast_long = (size_t)hashi_param_int(HASHI_P_COLL_BCAST_LONG);
     conf.reduce_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_LONG);
     conf.allreduce_long = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_LONG);
     conf.allreduce_ring = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_RING);
     conf.reduce_scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_SCATTER_LONG);
+    conf.hier = hier_mode_named(hashi_param_str(HASHI_P_COLL_HIER));
+    conf.hier_max = (size_t)hashi_param_int(HASHI_P_COLL_HIER_MAX);
     data_conf_load();
 }
 
-/* The communicator's hint for this collective, or AUTO. */
+/* The communicator's hint for this collective, else its parameter, or AUTO. */
 static enum hashi_coll_alg override(const struct MPI_ABI_Comm *c, enum hashi_alg_choice_for coll)
 {
     static const char *const keys[] = {
@@ -72,11 +91,28 @@ static enum hashi_coll_alg override(const struct MPI_ABI_Comm *c, enum hashi_alg
         [HASHI_CHOOSE_REDUCE] = "hashi_coll_reduce",
         [HASHI_CHOOSE_ALLREDUCE] = "hashi_coll_allreduce",
         [HASHI_CHOOSE_REDUCE_SCATTER] = "hashi_coll_reduce_scatter",
+        [HASHI_CHOOSE_BARRIER] = "hashi_coll_barrier",
+        [HASHI_CHOOSE_ALLGATHER] = "hashi_coll_allgather",
     };
-    if (!c->info)
-        return HASHI_ALG_AUTO;
-    const char *v = hashi_info_value(c->info, keys[coll]);
-    return v ? alg_named(v) : HASHI_ALG_AUTO;
+    const char *v = c->info ? hashi_info_value(c->info, keys[coll]) : NULL;
+    if (coll == HASHI_CHOOSE_ALLGATHER) {
+        /* Its flat algorithms are the data-movement selector's. */
+        if (!v || strcmp(v, "auto") == 0)
+            v = hashi_param_str(HASHI_P_COLL_ALLGATHER);
+        return strcmp(v, "hier") == 0 ? HASHI_ALG_HIER : strcmp(v, "auto") == 0 ? HASHI_ALG_AUTO : HASHI_ALG_FLAT;
+    }
+    enum hashi_coll_alg alg = v ? alg_named(v) : HASHI_ALG_AUTO;
+    if (alg != HASHI_ALG_AUTO)
+        return alg;
+    switch (coll) {
+    case HASHI_CHOOSE_BCAST: return conf.bcast;
+    case HASHI_CHOOSE_REDUCE: return conf.reduce;
+    case HASHI_CHOOSE_ALLREDUCE: return conf.allreduce;
+    case HASHI_CHOOSE_REDUCE_SCATTER: return conf.reduce_scatter;
+    case HASHI_CHOOSE_BARRIER: return conf.barrier;
+    case HASHI_CHOOSE_ALLGATHER: break;
+    }
+    return HASHI_ALG_AUTO;
 }
 
 static int pof2_floor(int n)
@@ -93,26 +129,30 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
     pthread_once(&conf_once, conf_load);
     int n = c->size;
     enum hashi_coll_alg alg = override(c, coll);
+    /* Here only when the two-level algorithm did not run (hier.c asked
+     * hashi_coll_hier_select first): the thresholds choose. */
+    if (alg == HASHI_ALG_HIER)
+        alg = HASHI_ALG_AUTO;
     switch (coll) {
+    case HASHI_CHOOSE_BARRIER:
+        return HASHI_ALG_DISSEMINATION;
+    case HASHI_CHOOSE_ALLGATHER:
+        return HASHI_ALG_FLAT;   /* hashi_coll_allgather_alg chooses */
     case HASHI_CHOOSE_BCAST:
-        if (alg == HASHI_ALG_AUTO)
-            alg = conf.bcast;
         if (alg == HASHI_ALG_AUTO)
             alg = bytes >= conf.bcast_long && n >= 3 ? HASHI_ALG_SCATTER_ALLGATHER : HASHI_ALG_BINOMIAL;
         return alg;
     case HASHI_CHOOSE_REDUCE:
+        /* Two ranks: the tree is one message; Rabenseifner would add a copy
+         * and a second round for nothing (half the speed at 1 MiB). */
         if (alg == HASHI_ALG_AUTO)
-            alg = conf.reduce;
-        if (alg == HASHI_ALG_AUTO)
-            alg = bytes >= conf.reduce_long ? HASHI_ALG_RABENSEIFNER : HASHI_ALG_BINOMIAL;
+            alg = bytes >= conf.reduce_long && n > 2 ? HASHI_ALG_RABENSEIFNER : HASHI_ALG_BINOMIAL;
         /* Rabenseifner splits the vector over a power of two of ranks and
          * combines blocks out of rank order. */
         if (alg == HASHI_ALG_RABENSEIFNER && (!commutative || count < pof2_floor(n) || n == 1))
             alg = HASHI_ALG_BINOMIAL;
         return alg;
     case HASHI_CHOOSE_ALLREDUCE:
-        if (alg == HASHI_ALG_AUTO)
-            alg = conf.allreduce;
         if (alg == HASHI_ALG_AUTO) {
             if (conf.allreduce_ring && bytes >= conf.allreduce_ring)
                 alg = HASHI_ALG_RING;
@@ -130,14 +170,58 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
         return alg;
     case HASHI_CHOOSE_REDUCE_SCATTER:
         if (alg == HASHI_ALG_AUTO)
-            alg = conf.reduce_scatter;
-        if (alg == HASHI_ALG_AUTO)
             alg = bytes >= conf.reduce_scatter_long ? HASHI_ALG_PAIRWISE : HASHI_ALG_RECURSIVE_HALVING;
         if (!commutative)
             alg = HASHI_ALG_REDUCE_SCATTERV;
         return alg;
     }
     return HASHI_ALG_AUTO;
+}
+
+/*
+ * Node-aware algorithms: a collective whose hint or parameter names a flat
+ * algorithm stays flat; one naming "hier" runs on two levels whenever the
+ * layout allows; "auto" follows the communicator's hint hashi_coll_hier,
+ * else HASHI_COLL_HIER (auto: up to HASHI_COLL_HIER_MAX bytes; on: any
+ * size; off: never). The layout allows it when the communicator spans more
+ * than one node and some node holds more than one member; a non-commutative
+ * op also needs every node's members to be consecutive ranks (then node
+ * order is rank order). Every input is the same on every member, and the
+ * layout is set up by the same blocking call everywhere.
+ */
+struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c,
+                                               const char *func, size_t bytes, int commutative, int may_setup,
+                                               int *rc)
+{
+    pthread_once(&conf_once, conf_load);
+    *rc = MPI_SUCCESS;
+    if (c->size < 3)
+        return NULL;   /* two nodes of one member each at most */
+    enum hashi_coll_alg alg = override(c, coll);
+    if (alg != HASHI_ALG_AUTO && alg != HASHI_ALG_HIER)
+        return NULL;
+    if (alg == HASHI_ALG_AUTO) {
+        const char *v = c->info ? hashi_info_value(c->info, "hashi_coll_hier") : NULL;
+        enum hier_mode mode = v ? hier_mode_named(v) : conf.hier;
+        if (mode == HIER_OFF || (mode == HIER_AUTO && conf.hier_max && bytes > conf.hier_max))
+            return NULL;
+    }
+    struct hashi_coll_hier *h = hashi_coll_hier_layout(c, func, may_setup, rc);
+    if (!h || !h->two_level || (!commutative && !h->in_order))
+        return NULL;
+    return h;
+}
+
+/* The two-level algorithm is asked for explicitly: the collective's hint
+ * or parameter names hier, or hashi_coll_hier / HASHI_COLL_HIER says on. */
+int hashi_coll_hier_forced(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c)
+{
+    pthread_once(&conf_once, conf_load);
+    enum hashi_coll_alg alg = override(c, coll);
+    if (alg != HASHI_ALG_AUTO)
+        return alg == HASHI_ALG_HIER;
+    const char *v = c->info ? hashi_info_value(c->info, "hashi_coll_hier") : NULL;
+    return (v ? hier_mode_named(v) : conf.hier) == HIER_ON;
 }
 
 /* ---- data-movement collectives ----

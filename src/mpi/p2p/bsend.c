@@ -550,6 +550,7 @@ void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm)
     struct hashi_comm_buffer **slot = comm_buffer_slot(comm);
     if (*slot)
         comm_buffer_remove(slot, NULL, NULL);
+    p2p_part_comm_destroyed(comm);
 }
 
 void p2p_bsend_finalize(void)

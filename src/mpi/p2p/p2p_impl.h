@@ -164,6 +164,9 @@ static inline void *p2p_offset(const void *buf, MPI_Aint disp)
     return (void *)((uintptr_t)buf + (uintptr_t)disp);
 }
 
+/* Partitioned communication (partitioned.c): forget comm's pairing counters. */
+void p2p_part_comm_destroyed(struct MPI_ABI_Comm *comm);
+
 void p2p_requests_init(void);
 int p2p_requests_finalize(void);
 void p2p_bsend_finalize(void);

@@ -60,7 +60,10 @@ struct wait_condition {
     int (*done)(void *arg);
     void *arg;
 };
-static _Thread_local struct wait_condition current_wait;
+/* initial-exec: a plain %fs-relative access, where the default model for a
+ * shared library calls __tls_get_addr on every wait (twice on the path a
+ * blocking receive takes after its message arrives). */
+static _Thread_local struct wait_condition current_wait __attribute__((tls_model("initial-exec")));
 
 static int poll_before_sleep(void)
 {

@@ -160,6 +160,10 @@ static int recv_wait(const char *func, struct MPI_ABI_Request *req, MPI_Status *
 {
     hashi_progress_wait(req);
     MPI_Request handle = req;
+    /* No error to raise (a receive's finish returns its MPI_ERROR): the
+     * communicator need not outlive the request. */
+    if (req->status.MPI_ERROR == MPI_SUCCESS)
+        return p2p_request_finish(&handle, status);
     struct MPI_ABI_Comm *c = req->comm;   /* NULL for MPI_MESSAGE_NO_PROC */
     if (c)
         hashi_comm_retain(c);

@@ -133,8 +133,9 @@ static int send_now_fits(const struct MPI_ABI_Datatype *t, MPI_Count count, int 
 }
 
 /* The send_now_fits send, with no request and no wait. HASHI_DEVICE_P2P_DECLINE
- * if the device turns it down (the caller takes the request path). */
-static int send_now(const char *func, const void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t,
+ * if the device turns it down (the caller takes the request path). Inlined:
+ * it is the whole of a small MPI_Send, and a call per layer shows there. */
+static inline __attribute__((always_inline)) int send_now(const char *func, const void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t,
                     int dest, int tag, MPI_Comm comm, struct MPI_ABI_Comm *c)
 {
     size_t bytes = (size_t)hashi_type_bytes(t, count);

@@ -518,6 +518,10 @@ int hashi_impl_Cancel(MPI_Request *request)
     case HASHI_REQ_COLL:
         return hashi_err_comm("MPI_Cancel", p2p_comm_handle(req->comm), MPI_ERR_REQUEST,
                               "collective operations cannot be cancelled");
+    case HASHI_REQ_PART_SEND:
+    case HASHI_REQ_PART_RECV:
+        /* Not cancelled (which the standard allows): the epoch completes normally. */
+        return MPI_SUCCESS;
     default:
         break;
     }

@@ -146,7 +146,8 @@ static int emu_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     emu.me = emu.local_of[hashi_job.rank];
     emu.peer = calloc((size_t)emu.nlocal, sizeof *emu.peer);
     emu.ring_tail = calloc((size_t)emu.nlocal, sizeof *emu.ring_tail);
-    if (!emu.peer || !emu.ring_tail) {
+    emu.ring_next = calloc((size_t)emu.nlocal, sizeof *emu.ring_next);
+    if (!emu.peer || !emu.ring_tail || !emu.ring_next) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -156,8 +157,8 @@ static int emu_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
 
     int64_t slots = hashi_param_int(HASHI_P_EMU_RING_SLOTS);
     size_t chunk = (size_t)hashi_param_int(HASHI_P_EMU_PIPE_CHUNK);
-    if (slots < 2 || slots > 65536 || chunk < 4096 || chunk > ((size_t)64 << 20)) {
-        snprintf(err, errlen, "emu transport: HASHI_EMU_RING_SLOTS must be 2 .. 65536 (is %lld) and "
+    if (slots < 2 || slots > 65536 || (slots & (slots - 1)) || chunk < 4096 || chunk > ((size_t)64 << 20)) {
+        snprintf(err, errlen, "emu transport: HASHI_EMU_RING_SLOTS must be a power of two 2 .. 65536 (is %lld) and "
                  "HASHI_EMU_PIPE_CHUNK 4k .. 64m (is %zu)", (long long)slots, chunk);
         return -1;
     }
@@ -185,6 +186,8 @@ static int emu_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     h->win_chunk = chunk;
     __atomic_store_n(&h->magic, EMU_MAGIC, __ATOMIC_RELEASE);
     emu.seg = h;
+    for (int i = 0; i < emu.nlocal; i++)
+        emu.ring_next[i] = emu_slot_at(h, i, 0);
     cfg->llcm = (unsigned char *)h + llcm_off;
     emu.cfg.llcm = cfg->llcm;
     if (emu.nlocal == 1) {      /* nobody else will attach */
@@ -243,6 +246,7 @@ static void emu_finalize(void)
         munmap(emu.seg, emu.seg_size);
     free(emu.peer);
     free(emu.ring_tail);
+    free(emu.ring_next);
     free(emu.local_of);
     memset(&emu, 0, sizeof emu);
 }
@@ -332,7 +336,7 @@ void hashi_emu_send_ctrl_later(int lpeer, enum emu_kind kind, const void *msg, s
     deferred_tail = &d->next;
 }
 
-static int flush_deferred(void)
+__attribute__((noinline)) static int flush_deferred(void)
 {
     int n = 0;
     while (deferred_head &&
@@ -348,44 +352,49 @@ static int flush_deferred(void)
     return n;
 }
 
-/* Deliver what arrived in my inbound rings. */
+/* Deliver what arrived in inbound ring i (its next slot is complete). */
+__attribute__((noinline)) static int drain_ring(int i)
+{
+    int drained = 0;
+    for (;;) {
+        uint64_t t = emu.ring_tail[i];
+        struct emu_slot *s = emu.ring_next[i];
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) != t + 1)
+            break;
+        int src = emu.peer[i].world;
+        switch ((enum emu_kind)s->kind) {
+        case EMU_BLOCK:
+            emu.cfg.on_block(emu.cfg.ctx, src, s->data, s->len);
+            break;
+        case EMU_NOTIFY: {
+            uint64_t v;
+            memcpy(&v, s->data, sizeof v);
+            emu.cfg.on_notify(emu.cfg.ctx, src, v);
+            break;
+        }
+        default: {
+            struct emu_rma_msg m;
+            memcpy(&m, s->data, sizeof m);
+            hashi_emu_rma_message(i, (enum emu_kind)s->kind, &m);
+            break;
+        }
+        }
+        emu.ring_tail[i] = t + 1;
+        emu.ring_next[i] = emu_slot_at(emu.seg, i, t + 1);
+        atomic_store_explicit(&emu_ring(emu.seg, i)->tail, t + 1, memory_order_release);
+        drained++;
+    }
+    hashi_wake_peer(emu.peer[i].world);   /* a sender may sleep waiting for room */
+    return drained;
+}
+
+/* Deliver what arrived in my inbound rings: a poll is one load per ring. */
 static int poll_rings(void)
 {
     int n = 0;
-    for (int i = 0; i < emu.nlocal; i++) {
-        int drained = 0;
-        for (;;) {
-            uint64_t t = emu.ring_tail[i];
-            struct emu_slot *s = emu_slot_at(emu.seg, i, t);
-            if (atomic_load_explicit(&s->seq, memory_order_acquire) != t + 1)
-                break;
-            int src = emu.peer[i].world;
-            switch ((enum emu_kind)s->kind) {
-            case EMU_BLOCK:
-                emu.cfg.on_block(emu.cfg.ctx, src, s->data, s->len);
-                break;
-            case EMU_NOTIFY: {
-                uint64_t v;
-                memcpy(&v, s->data, sizeof v);
-                emu.cfg.on_notify(emu.cfg.ctx, src, v);
-                break;
-            }
-            default: {
-                struct emu_rma_msg m;
-                memcpy(&m, s->data, sizeof m);
-                hashi_emu_rma_message(i, (enum emu_kind)s->kind, &m);
-                break;
-            }
-            }
-            emu.ring_tail[i] = t + 1;
-            atomic_store_explicit(&emu_ring(emu.seg, i)->tail, t + 1, memory_order_release);
-            drained++;
-        }
-        if (drained) {
-            hashi_wake_peer(emu.peer[i].world);   /* a sender may sleep waiting for room */
-            n += drained;
-        }
-    }
+    for (int i = 0; i < emu.nlocal; i++)
+        if (atomic_load_explicit(&emu.ring_next[i]->seq, memory_order_acquire) == emu.ring_tail[i] + 1)
+            n += drain_ring(i);
     return n;
 }
 

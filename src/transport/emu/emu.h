@@ -113,6 +113,7 @@ struct emu_state {
     char name[256];             /* shm name of my segment */
     int named;                  /* the name still exists (not unlinked yet) */
     uint64_t *ring_tail;        /* consumer positions of my inbound rings (private copy) */
+    struct emu_slot **ring_next; /* the slot at each ring_tail: what a poll reads */
     /* Per-size RMA choice. */
     size_t pipe_min, pipe_max;
     size_t cma_defer;           /* CMA copies of at least this many bytes run from progress (0: never) */
@@ -126,7 +127,8 @@ static inline struct emu_ring_ctrl *emu_ring(struct emu_seg_hdr *h, int from)
 }
 static inline struct emu_slot *emu_slot_at(struct emu_seg_hdr *h, int from, uint64_t n)
 {
-    return (struct emu_slot *)((unsigned char *)(emu_ring(h, from) + 1) + (n % h->slots) * h->slot_size);
+    /* slots is a power of two: a mask, not a division, on every poll */
+    return (struct emu_slot *)((unsigned char *)(emu_ring(h, from) + 1) + (n & (h->slots - 1)) * h->slot_size);
 }
 static inline unsigned char *emu_window(struct emu_seg_hdr *h)
 {

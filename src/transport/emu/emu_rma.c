@@ -492,7 +492,7 @@ static int serve(void)
     return n;
 }
 
-int hashi_emu_rma_progress(void)
+__attribute__((noinline)) static int rma_progress(void)
 {
     int n = 0;
     if (cma_queue) {
@@ -525,6 +525,14 @@ int hashi_emu_rma_progress(void)
     if (incoming.active || serving)
         n += serve();
     return n;
+}
+
+/* Called on every poll: the idle test alone stays cheap (no register saves). */
+int hashi_emu_rma_progress(void)
+{
+    if (!cma_queue && !completed && !pending && !incoming.active && !serving)
+        return 0;
+    return rma_progress();
 }
 
 void hashi_emu_rma_finalize(void)

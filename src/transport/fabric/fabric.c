@@ -735,7 +735,7 @@ static int fab_tiny(int peer, uint64_t offset, uint64_t value, unsigned size)
 
 static void *fab_block_alloc(int peer, size_t len, int *rc)
 {
-    if (!fab_peer_ok(peer) || len > fab.cfg.block_max) {
+    if (!fab_peer_ok(peer) || len > fab.block_max) {
         *rc = fab_peer_ok(peer) ? -EMSGSIZE : -EINVAL;
         return NULL;
     }
@@ -979,14 +979,15 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     memset(&fab, 0, sizeof fab);
     memset(&res, 0, sizeof res);
     fab.cfg = *cfg;
-    fab.max_msg = sizeof(struct fab_hdr) + ((cfg->block_max + 7) & ~(size_t)7);
+    fab.block_max = cfg->net_block_max > cfg->block_max ? cfg->net_block_max : cfg->block_max;
+    fab.max_msg = sizeof(struct fab_hdr) + ((fab.block_max + 7) & ~(size_t)7);
     if (cfg->llcm_size > FAB_LLCM_MAX) {
         snprintf(err, errlen, "fabric transport: an LLCM of %zu bytes is too big (at most %zu: tiny writes name the "
                  "offset in 22 bits of CQ data)", cfg->llcm_size, FAB_LLCM_MAX);
         return -1;
     }
-    if (cfg->block_max > FAB_LEN_MASK) {
-        snprintf(err, errlen, "fabric transport: blocks of %zu bytes are too big (at most %u)", cfg->block_max,
+    if (fab.block_max > FAB_LEN_MASK) {
+        snprintf(err, errlen, "fabric transport: blocks of %zu bytes are too big (at most %u)", fab.block_max,
                  FAB_LEN_MASK);
         return -1;
     }

@@ -141,6 +141,7 @@ struct fab_state {
     int connected;
 
     size_t inject_size;
+    size_t block_max;               /* largest block: cfg.net_block_max, at least cfg.block_max */
     size_t max_msg;                 /* header + block_max, rounded to 8 */
     size_t max_rma;                 /* largest single fi_write / fi_read */
     int mr_local, mr_virt_addr, mr_prov_key, mr_endpoint;

@@ -1,0 +1,464 @@
+/*
+ * Node-aware (two-level) collectives for communicators that span several
+ * nodes with several members on some node (docs/collectives.md, "Node-aware
+ * algorithms"). Each communicator learns its layout once, on the first
+ * blocking collective that selects a two-level algorithm: which members
+ * share a node, a node-local sub-communicator (my node's members, in parent
+ * rank order) and the leaders' communicator (the lowest parent rank of each
+ * node, in node order). Both are internal: their own context ids, errors
+ * returned to us (raised on the parent by the caller), and a flat layout of
+ * their own, so their collectives never come back here.
+ *
+ * Every algorithm is written once, as phases on the sub-communicators
+ * (local reduce -> leaders' allreduce -> local broadcast ...). A phase runs
+ * in one of two ways:
+ *  - blocking calls (s == NULL) run each phase now through the collective's
+ *    own entry on the sub-communicator, so the node-local phases reach the
+ *    device's node collectives (dimmnet LLCM) when it takes them;
+ *  - schedules (s != NULL: nonblocking, persistent, or a schedule that
+ *    embeds a reduce) get each phase as a schedule built on the
+ *    sub-communicator, added as a step (hashi_sched_sub), one round each.
+ * Every member of a sub-communicator runs the same phases on it in the same
+ * order, so the sub-communicators' tag sequences agree.
+ */
+#include "mpi/coll/coll.h"
+#include "mpi/coll/coll_data.h"
+#include "mpi/comm.h"
+#include "runtime/rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Communicators with nothing to gain (one node, one member per node) and
+ * the sub-communicators themselves. */
+static struct hashi_coll_hier flat_layout;
+
+static void make_internal(struct MPI_ABI_Comm *sub, const struct MPI_ABI_Comm *parent, const char *what)
+{
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(MPI_ERRORS_RETURN);
+    hashi_errhandler_retain(eh);
+    hashi_errhandler_release(sub->errhandler);
+    sub->errhandler = eh;
+    sub->coll_state = &flat_layout;
+    snprintf(sub->name, sizeof sub->name, "%s of %.100s", what, parent->name[0] ? parent->name : "a communicator");
+}
+
+/* The members of the node led by parent rank `leader` (leader < 0: every
+ * node's leader), in parent rank order, as a group (NULL: out of memory). */
+static struct MPI_ABI_Group *group_of(const struct MPI_ABI_Comm *c, const int *leader_of, int leader)
+{
+    int n = c->size, count = 0;
+    int *world = malloc((size_t)n * sizeof *world);
+    if (!world)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (leader < 0 ? leader_of[i] == i : leader_of[i] == leader)
+            world[count++] = hashi_comm_to_world(c, i);
+    return hashi_group_from_world_ranks(count, world);
+}
+
+/*
+ * The collective part of the set-up: every member's node leader (the lowest
+ * parent rank on its node, which each member knows from peer_is_local),
+ * then the layout every member derives alike from that, then the two
+ * sub-communicators. NULL layout: stay flat.
+ */
+static int setup(struct MPI_ABI_Comm *c, const char *func, struct hashi_coll_hier **out)
+{
+    int n = c->size, me = c->rank, my_leader = me, rc;
+    *out = &flat_layout;
+    for (int i = 0; i < n; i++)
+        if (hashi_job.peer_is_local[hashi_comm_to_world(c, i)]) {
+            my_leader = i;
+            break;
+        }
+    int *leader_of = malloc((size_t)n * sizeof *leader_of);
+    int *node_of = malloc((size_t)n * sizeof *node_of);
+    int *local_rank_of = malloc((size_t)n * sizeof *local_rank_of);
+    int *members = calloc((size_t)n, sizeof *members);
+    int *node_first = malloc((size_t)n * sizeof *node_first);
+    struct hashi_coll_hier *h = calloc(1, sizeof *h);
+    if (!leader_of || !node_of || !local_rank_of || !members || !node_first || !h) {
+        rc = hashi_err_comm(func, hashi_comm_handle(c), MPI_ERR_NO_MEM, "out of memory for the node layout");
+        goto fail;
+    }
+    /* The layout stays flat during the exchange: it must not select us. */
+    c->coll_state = &flat_layout;
+    rc = hashi_impl_Allgather(&my_leader, 1, MPI_INT, leader_of, 1, MPI_INT, hashi_comm_handle(c));
+    c->coll_state = NULL;
+    if (rc != MPI_SUCCESS)
+        goto fail;
+
+    /* Nodes in the order of their leaders; ranks on a node in parent order. */
+    int nodes = 0, max_members = 0, in_order = 1;
+    for (int i = 0; i < n; i++) {
+        int l = leader_of[i];
+        if (l < 0 || l > i || leader_of[l] != l)
+            goto fail;   /* not a partition (every member sees the same data: all stay flat) */
+        if (l == i) {
+            node_first[nodes] = i;
+            node_of[i] = nodes++;
+        } else {
+            node_of[i] = node_of[l];
+        }
+        local_rank_of[i] = members[node_of[i]]++;
+        if (members[node_of[i]] > max_members)
+            max_members = members[node_of[i]];
+        if (i > 0 && l != i && l != leader_of[i - 1])
+            in_order = 0;
+    }
+    if (nodes < 2 || max_members < 2)
+        goto fail;
+
+    struct MPI_ABI_Group *local_group = group_of(c, leader_of, my_leader);
+    struct MPI_ABI_Group *leaders_group = me == my_leader ? group_of(c, leader_of, -1) : NULL;
+    /* Both agreements run whatever happened here: the others wait for them. */
+    rc = hashi_comm_create_from(func, c, local_group != NULL, local_group, &h->local);
+    int rc2 = hashi_comm_create_from(func, c, leaders_group != NULL, leaders_group, &h->leaders);
+    if (local_group)
+        hashi_group_release(local_group);
+    if (leaders_group)
+        hashi_group_release(leaders_group);
+    if (rc == MPI_SUCCESS)
+        rc = rc2;
+    if (rc == MPI_SUCCESS && (!h->local || (me == my_leader && !h->leaders)))
+        rc = hashi_err_comm(func, hashi_comm_handle(c), MPI_ERR_NO_MEM, "out of memory for the node layout");
+    if (rc != MPI_SUCCESS)
+        goto fail;
+    make_internal(h->local, c, "node-local");
+    if (h->leaders)
+        make_internal(h->leaders, c, "node leaders");
+    h->two_level = 1;
+    h->in_order = in_order;
+    h->nodes = nodes;
+    h->node_of = node_of;
+    h->local_rank_of = local_rank_of;
+    h->node_first = node_first;
+    h->node_size = members;
+    free(leader_of);
+    *out = h;
+    return MPI_SUCCESS;
+fail:
+    if (h) {
+        hashi_comm_release(h->local);
+        hashi_comm_release(h->leaders);
+        free(h);
+    }
+    free(leader_of);
+    free(node_of);
+    free(local_rank_of);
+    free(members);
+    free(node_first);
+    return rc;
+}
+
+struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int may_setup, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    if (c->coll_state)
+        return c->coll_state;
+    /* All members on this node: everyone sees that without talking. */
+    int here = 0;
+    for (int i = 0; i < c->size; i++)
+        here += hashi_job.peer_is_local[hashi_comm_to_world(c, i)];
+    if (here == c->size)
+        return c->coll_state = &flat_layout;
+    if (!may_setup)
+        return NULL;
+    struct hashi_coll_hier *h;
+    *rc = setup(c, func, &h);
+    if (*rc != MPI_SUCCESS)
+        return NULL;
+    return c->coll_state = h;
+}
+
+void hashi_coll_comm_free(struct MPI_ABI_Comm *c)
+{
+    struct hashi_coll_hier *h = c->coll_state;
+    c->coll_state = NULL;
+    if (!h || h == &flat_layout)
+        return;
+    hashi_comm_release(h->local);
+    hashi_comm_release(h->leaders);
+    free(h->node_of);
+    free(h->local_rank_of);
+    free(h->node_first);
+    free(h->node_size);
+    free(h);
+}
+
+/* ---- phases: a collective on a sub-communicator, now or as a step of s ---- */
+
+static int add_phase(struct hashi_sched *s, struct hashi_sched *sub, int build_rc)
+{
+    if (!sub)
+        return MPI_ERR_NO_MEM;
+    if (build_rc != MPI_SUCCESS) {
+        hashi_sched_destroy(sub);
+        return build_rc;
+    }
+    int rc = hashi_sched_sub(s, sub);
+    return rc == MPI_SUCCESS ? hashi_sched_fence(s) : rc;
+}
+
+static int phase_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *sub)
+{
+    if (sub->size == 1)
+        return MPI_SUCCESS;
+    if (!s)
+        return hashi_impl_Barrier(hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_barrier(x, sub) : MPI_ERR_NO_MEM);
+}
+
+static int phase_bcast(struct hashi_sched *s, struct MPI_ABI_Comm *sub, void *buf, MPI_Count count,
+                       MPI_Datatype type, int root)
+{
+    if (sub->size == 1)
+        return MPI_SUCCESS;
+    if (!s)
+        return hashi_impl_Bcast_c(buf, count, type, root, hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_bcast(x, buf, count, type, root, sub) : MPI_ERR_NO_MEM);
+}
+
+/* sendbuf MPI_IN_PLACE at the root only (the data is in recvbuf). */
+static int phase_reduce(struct hashi_sched *s, struct MPI_ABI_Comm *sub, const void *sendbuf, void *recvbuf,
+                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    if (!s)
+        return hashi_impl_Reduce_c(sendbuf, recvbuf, count, type, op, root, hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_reduce(x, sendbuf, recvbuf, count, type, op, root, sub)
+                             : MPI_ERR_NO_MEM);
+}
+
+static int phase_allreduce(struct hashi_sched *s, struct MPI_ABI_Comm *sub, const void *sendbuf, void *recvbuf,
+                           MPI_Count count, MPI_Datatype type, MPI_Op op)
+{
+    if (!s)
+        return hashi_impl_Allreduce_c(sendbuf, recvbuf, count, type, op, hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_allreduce(x, sendbuf, recvbuf, count, type, op, sub)
+                             : MPI_ERR_NO_MEM);
+}
+
+/* buf goes from local rank `from` to `to` of sub; every member of sub takes
+ * part (the others with an empty schedule), so its tags stay in step. */
+static int phase_move(struct hashi_sched *s, struct MPI_ABI_Comm *sub, void *buf, MPI_Count count,
+                      MPI_Datatype type, int from, int to)
+{
+    struct hashi_sched *x = hashi_sched_create(sub);
+    int rc = x ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (x && sub->rank == from)
+        rc = hashi_sched_send(x, buf, count, type, to);
+    else if (x && sub->rank == to)
+        rc = hashi_sched_recv(x, buf, count, type, from);
+    if (s)
+        return add_phase(s, x, rc);
+    if (rc != MPI_SUCCESS) {
+        hashi_sched_destroy(x);
+        return rc;
+    }
+    return hashi_sched_run(x);
+}
+
+static int phase_gather(struct hashi_sched *s, struct MPI_ABI_Comm *sub, const void *sendbuf, MPI_Count scount,
+                        MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root)
+{
+    if (!s)
+        return hashi_impl_Gather_c(sendbuf, scount, stype, recvbuf, rcount, rtype, root, hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_gather(x, sub, sendbuf, scount, stype, recvbuf, rcount, rtype, root)
+                             : MPI_ERR_NO_MEM);
+}
+
+/* In place: every member's block is already at displs[i] of recvbuf. */
+static int phase_allgatherv(struct hashi_sched *s, struct MPI_ABI_Comm *sub, void *recvbuf, const MPI_Count counts[],
+                            const MPI_Aint displs[], MPI_Datatype rtype)
+{
+    if (!s)
+        return hashi_impl_Allgatherv_c(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, counts, displs, rtype,
+                                       hashi_comm_handle(sub));
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_allgather(x, sub, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, 0,
+                                                          counts, displs, rtype)
+                             : MPI_ERR_NO_MEM);
+}
+
+/* Room for count elements of t: in the schedule, or malloc'd (*owned, freed
+ * by the caller) when running now. */
+static void *scratch(struct hashi_sched *s, MPI_Count count, MPI_Datatype type, void **owned)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    if (s)
+        return hashi_coll_tmpbuf(s, count, t);
+    size_t bytes = count > 0 ? (size_t)((count - 1) * hashi_type_extent(t) + (t->true_ub - t->true_lb)) : 1;
+    *owned = malloc(bytes ? bytes : 1);
+    return *owned ? (char *)*owned - t->true_lb : NULL;
+}
+
+/* ---- the algorithms ---- */
+
+static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct hashi_sched *s,
+                                      struct MPI_ABI_Comm *c, size_t bytes, int commutative, int *rc)
+{
+    static const char *const names[] = { [HASHI_CHOOSE_BCAST] = "MPI_Bcast", [HASHI_CHOOSE_REDUCE] = "MPI_Reduce",
+                                         [HASHI_CHOOSE_ALLREDUCE] = "MPI_Allreduce",
+                                         [HASHI_CHOOSE_REDUCE_SCATTER] = "MPI_Reduce_scatter",
+                                         [HASHI_CHOOSE_BARRIER] = "MPI_Barrier",
+                                         [HASHI_CHOOSE_ALLGATHER] = "MPI_Allgather" };
+    /* Only a blocking call may set the layout up (it may wait for the
+     * others; a nonblocking call must not): the schedules of a communicator
+     * whose layout is not known yet stay flat, equally on every member. */
+    return hashi_coll_hier_select(coll, c, names[coll], bytes, commutative, s == NULL, rc);
+}
+
+int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
+{
+    int rc;
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BARRIER, s, c, 0, 1, &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    rc = phase_barrier(s, h->local);
+    if (rc == MPI_SUCCESS && h->leaders)
+        rc = phase_barrier(s, h->leaders);
+    if (rc == MPI_SUCCESS)
+        rc = phase_barrier(s, h->local);
+    return rc;
+}
+
+int hashi_coll_hier_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
+                          struct MPI_ABI_Comm *c)
+{
+    int rc;
+    size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BCAST, s, c, bytes, 1, &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    int root_node = h->node_of[root], root_local = h->local_rank_of[root];
+    rc = MPI_SUCCESS;
+    if (h->node_of[c->rank] != root_node) {
+        rc = h->leaders ? phase_bcast(s, h->leaders, buf, count, type, root_node) : MPI_SUCCESS;
+        return rc == MPI_SUCCESS ? phase_bcast(s, h->local, buf, count, type, 0) : rc;
+    }
+    /* The root's node: from the root over the node, and from its leader to
+     * the other leaders (leaders first when the root is the leader). */
+    if (root_local != 0)
+        rc = phase_bcast(s, h->local, buf, count, type, root_local);
+    if (rc == MPI_SUCCESS && h->leaders)
+        rc = phase_bcast(s, h->leaders, buf, count, type, root_node);
+    if (rc == MPI_SUCCESS && root_local == 0)
+        rc = phase_bcast(s, h->local, buf, count, type, 0);
+    return rc;
+}
+
+int hashi_coll_hier_reduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype type, MPI_Op op, int root, struct MPI_ABI_Comm *c)
+{
+    int rc;
+    size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_REDUCE, s, c, bytes, hashi_op_is_commutative(op), &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    int me = c->rank, root_node = h->node_of[root], root_local = h->local_rank_of[root];
+    int on_root_node = h->node_of[me] == root_node;
+    const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    void *owned = NULL;
+    if (!h->leaders) {
+        /* Our data to the leader; on the root's node the result from it. */
+        rc = phase_reduce(s, h->local, mine, recvbuf, count, type, op, 0);
+    } else {
+        /* The node's partial result: where the result goes at the root,
+         * else scratch; a node of one has only our own data. */
+        void *acc = recvbuf;
+        if (me != root && (h->local->size > 1 || on_root_node) && !(acc = scratch(s, count, type, &owned)))
+            return MPI_ERR_NO_MEM;
+        const void *part = mine;
+        rc = MPI_SUCCESS;
+        if (h->local->size > 1) {
+            rc = phase_reduce(s, h->local, mine == acc ? MPI_IN_PLACE : mine, acc, count, type, op, 0);
+            part = acc;
+        }
+        if (rc == MPI_SUCCESS)
+            rc = phase_reduce(s, h->leaders, on_root_node && part == acc ? MPI_IN_PLACE : part, acc, count, type,
+                              op, root_node);
+        recvbuf = acc;   /* what the root's leader forwards */
+    }
+    if (rc == MPI_SUCCESS && on_root_node && root_local != 0)
+        rc = phase_move(s, h->local, recvbuf, count, type, 0, root_local);
+    free(owned);
+    return rc;
+}
+
+int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                              MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c)
+{
+    int rc;
+    size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLREDUCE, s, c, bytes, hashi_op_is_commutative(op), &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    const void *part = mine;
+    rc = MPI_SUCCESS;
+    if (h->local->size > 1) {
+        /* The node's partial result into the leader's recvbuf. */
+        rc = phase_reduce(s, h->local, h->leaders && mine == recvbuf ? MPI_IN_PLACE : mine, recvbuf, count, type,
+                          op, 0);
+        part = recvbuf;
+    }
+    if (rc == MPI_SUCCESS && h->leaders)
+        rc = phase_allreduce(s, h->leaders, part == recvbuf ? MPI_IN_PLACE : part, recvbuf, count, type, op);
+    if (rc == MPI_SUCCESS)
+        rc = phase_bcast(s, h->local, recvbuf, count, type, 0);
+    return rc;
+}
+
+int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                              void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, struct MPI_ABI_Comm *c)
+{
+    int rc, n = c->size, me = c->rank;
+    const struct MPI_ABI_Datatype *rt = hashi_type_get(rtype);
+    size_t bytes = (size_t)hashi_type_bytes(rt, rcount) * (size_t)n;
+    if (bytes == 0)
+        return HASHI_COLL_FLAT;
+    /* The blocks of a node must be consecutive in recvbuf (in_order, as for
+     * a non-commutative op) to be gathered in place and passed on as one. */
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLGATHER, s, c, bytes, 0, &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    MPI_Aint block = (MPI_Aint)rcount * hashi_type_extent(rt);
+    int local_rank = h->local_rank_of[me];
+    char *mine = (char *)recvbuf + me * block;
+    if (h->local->size > 1) {
+        /* Into the node's range of recvbuf at the leader (its own block is
+         * the range's first: in place there). */
+        const void *sb = sendbuf;
+        if (sendbuf == MPI_IN_PLACE && local_rank != 0) {
+            sb = mine;
+            scount = rcount;
+            stype = rtype;
+        }
+        rc = phase_gather(s, h->local, sb, scount, stype, (char *)recvbuf + (me - local_rank) * block, rcount, rtype,
+                          0);
+    } else if (sendbuf != MPI_IN_PLACE) {
+        rc = s ? hashi_sched_copy(s, sendbuf, scount, stype, mine, rcount, rtype)
+               : hashi_coll_copy(sendbuf, scount, stype, mine, rcount, rtype);
+    }
+    if (rc == MPI_SUCCESS && h->leaders) {
+        MPI_Count *counts = malloc((size_t)h->nodes * (sizeof *counts + sizeof(MPI_Aint)));
+        if (!counts)
+            return MPI_ERR_NO_MEM;
+        MPI_Aint *displs = (MPI_Aint *)(counts + h->nodes);
+        for (int k = 0; k < h->nodes; k++) {
+            counts[k] = h->node_size[k] * rcount;
+            displs[k] = h->node_first[k] * rcount;
+        }
+        rc = phase_allgatherv(s, h->leaders, recvbuf, counts, displs, rtype);   /* builders copy the arrays */
+        free(counts);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = phase_bcast(s, h->local, recvbuf, n * rcount, rtype, 0);
+    return rc;
+}
