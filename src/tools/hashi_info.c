@@ -609,6 +609,7 @@ static int print_unsupported(void)
             missing++;
         }
     }
+    fflush(stdout);   /* the list first, then the count, also when both go to one pipe */
     fprintf(stderr, "%s: %zu of %zu MPI functions are not implemented yet\n",
             program_name, missing, hashi_bindings_count);
     return 0;
