@@ -436,6 +436,26 @@ static int convert(const char *func, void *user, MPI_Count count, const struct M
     return r.failed ? conversion_error(func, &r) : MPI_SUCCESS;
 }
 
+/* The external32 buffer's part [*position, *position + bytes) of a buffer of
+ * `size` bytes: there, and the buffer given when it is needed. */
+static int check_window(const char *func, const char *buf_name, const void *buf, const char *size_name,
+                        MPI_Count size, const MPI_Count *position, MPI_Count bytes)
+{
+    if (!position)
+        return hashi_err_type(func, MPI_ERR_ARG, "position is NULL");
+    if (size < 0 || *position < 0)
+        return hashi_err_type(func, MPI_ERR_ARG, "%s is negative (%lld)", size < 0 ? size_name : "*position",
+                              (long long)(size < 0 ? size : *position));
+    if (bytes > size - *position)
+        return hashi_err_type(func, MPI_ERR_TRUNCATE,
+                              "%lld bytes of external32 data, but the buffer has %lld bytes after position %lld",
+                              (long long)bytes, (long long)(size > *position ? size - *position : 0),
+                              (long long)*position);
+    if (bytes > 0 && !buf)
+        return hashi_err_type(func, MPI_ERR_BUFFER, "%s is NULL", buf_name);
+    return MPI_SUCCESS;
+}
+
 static int pack_external(const char *func, const char *datarep, const void *inbuf, MPI_Count incount,
                          MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position)
 {
@@ -445,18 +465,8 @@ static int pack_external(const char *func, const char *datarep, const void *inbu
     struct MPI_ABI_Datatype *t = external_args(func, datarep, incount, datatype, 1, &bytes, &rc);
     if (!t)
         return rc;
-    if (!position)
-        return hashi_err_type(func, MPI_ERR_ARG, "position is NULL");
-    if (outsize < 0 || *position < 0)
-        return hashi_err_type(func, MPI_ERR_ARG, "%s is negative (%lld)", outsize < 0 ? "outsize" : "*position",
-                              (long long)(outsize < 0 ? outsize : *position));
-    if (bytes > outsize - *position)
-        return hashi_err_type(func, MPI_ERR_TRUNCATE,
-                              "%lld bytes of external32 data, but the buffer has %lld bytes after position %lld",
-                              (long long)bytes, (long long)(outsize > *position ? outsize - *position : 0),
-                              (long long)*position);
-    if (bytes > 0 && !outbuf)
-        return hashi_err_type(func, MPI_ERR_BUFFER, "outbuf is NULL");
+    if ((rc = check_window(func, "outbuf", outbuf, "outsize", outsize, position, bytes)) != MPI_SUCCESS)
+        return rc;
     if (bytes > 0 && (rc = convert(func, (void *)inbuf, incount, t, (unsigned char *)outbuf + *position, 1)) !=
                      MPI_SUCCESS)
         return rc;
@@ -490,18 +500,8 @@ static int unpack_external(const char *func, const char *datarep, const void *in
     struct MPI_ABI_Datatype *t = external_args(func, datarep, outcount, datatype, 1, &bytes, &rc);
     if (!t)
         return rc;
-    if (!position)
-        return hashi_err_type(func, MPI_ERR_ARG, "position is NULL");
-    if (insize < 0 || *position < 0)
-        return hashi_err_type(func, MPI_ERR_ARG, "%s is negative (%lld)", insize < 0 ? "insize" : "*position",
-                              (long long)(insize < 0 ? insize : *position));
-    if (bytes > insize - *position)
-        return hashi_err_type(func, MPI_ERR_TRUNCATE,
-                              "%lld elements need %lld bytes of external32 data, the buffer has %lld after position %lld",
-                              (long long)outcount, (long long)bytes,
-                              (long long)(insize > *position ? insize - *position : 0), (long long)*position);
-    if (bytes > 0 && !inbuf)
-        return hashi_err_type(func, MPI_ERR_BUFFER, "inbuf is NULL");
+    if ((rc = check_window(func, "inbuf", inbuf, "insize", insize, position, bytes)) != MPI_SUCCESS)
+        return rc;
     if (bytes > 0 && (rc = convert(func, outbuf, outcount, t, (unsigned char *)inbuf + *position, 0)) != MPI_SUCCESS)
         return rc;
     *position += bytes;

@@ -20,7 +20,7 @@
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
  */
-#include "../util/check.h"
+#include "dn_data.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -32,38 +32,11 @@
 
 static int rank, size;
 
-static unsigned char pattern(int src, int idx, size_t i)
-{
-    return (unsigned char)(src * 31 + idx * 7 + (int)(i * 13) + (int)(i >> 8));
-}
-
-static void fill(unsigned char *buf, size_t n, int src, int idx)
-{
-    for (size_t i = 0; i < n; i++)
-        buf[i] = pattern(src, idx, i);
-}
-
-static void verify(const unsigned char *buf, size_t n, int src, int idx, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK(buf[i] == pattern(src, idx, i), "%s: message %d from rank %d, byte %zu of %zu is %u, expected %u", what,
-              idx, src, i, n, buf[i], pattern(src, idx, i));
-}
-
 static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void check_status(const MPI_Status *st, int src, int tag, size_t bytes)
-{
-    MPI_Count n;
-    CHECK(st->MPI_SOURCE == src, "status source %d, expected %d", st->MPI_SOURCE, src);
-    CHECK(st->MPI_TAG == tag, "status tag %d, expected %d", st->MPI_TAG, tag);
-    CHECK_MPI(MPI_Get_count_c(st, MPI_BYTE, &n));
-    CHECK(n == (MPI_Count)bytes, "received %lld bytes, expected %zu", (long long)n, bytes);
 }
 
 static void mode_eager(int count, size_t bytes)

@@ -22,7 +22,7 @@
  *   derived              receives into a strided vector type, both orders: the
  *                        blocks filled, the gaps untouched
  */
-#include "../util/check.h"
+#include "dn_data.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -32,37 +32,10 @@
 
 static int rank, size;
 
-static unsigned char pattern(int src, int idx, size_t i)
-{
-    return (unsigned char)(src * 31 + idx * 7 + (int)(i * 13) + (int)(i >> 12));
-}
-
-static void fill(unsigned char *buf, size_t n, int src, int idx)
-{
-    for (size_t i = 0; i < n; i++)
-        buf[i] = pattern(src, idx, i);
-}
-
-static void verify(const unsigned char *buf, size_t n, int src, int idx, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK(buf[i] == pattern(src, idx, i), "%s: message %d from rank %d, byte %zu of %zu is %u, expected %u", what,
-              idx, src, i, n, buf[i], pattern(src, idx, i));
-}
-
 static void check_untouched(const unsigned char *p, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
         CHECK(p[i] == 0xee, "%s: byte %zu outside the receive buffer was overwritten (%u)", what, i, p[i]);
-}
-
-static void check_status(const MPI_Status *st, int src, int tag, size_t bytes)
-{
-    MPI_Count n;
-    CHECK(st->MPI_SOURCE == src, "status source %d, expected %d", st->MPI_SOURCE, src);
-    CHECK(st->MPI_TAG == tag, "status tag %d, expected %d", st->MPI_TAG, tag);
-    CHECK_MPI(MPI_Get_count_c(st, MPI_BYTE, &n));
-    CHECK(n == (MPI_Count)bytes, "received %lld bytes, expected %zu", (long long)n, bytes);
 }
 
 /* A buffer with GUARD bytes of 0xee on either side. */

@@ -268,11 +268,12 @@ static void copy_message(unsigned char *dst, const struct dn_op *op, size_t from
         memcpy(dst, (const unsigned char *)op->data + (from - op->hdr_len), n);
 }
 
-/* Whether a core message goes as one BOTF block: up to BOTF_MAX bytes of
- * payload behind any core header (the short eager one or a longer one). */
-static inline int fits_block(const struct dn_peer *p, size_t hdr_len, size_t len)
+/* Whether a core message to p goes as one BOTF block: up to the block's
+ * payload (BOTF_MAX, or the peer's transport's own) behind any core header,
+ * and below PUSH_MIN (larger payloads go by PUSH into a receive buffer). */
+static inline int one_block(const struct dn_peer *p, size_t hdr_len, size_t len)
 {
-    return len <= p->block_data && hdr_len + len <= p->block_payload;
+    return len <= p->block_data && hdr_len + len <= p->block_payload && (len == 0 || len < p->push_min);
 }
 
 /* BOTF: the core message (header, then payload) in one block, behind the
@@ -393,7 +394,7 @@ static int try_send(int peer, struct dn_op *op)
     struct dn_send_progress *sp = &op->sp;
     size_t total = op->hdr_len + op->len;
     int push = op->len > 0 && op->len >= dn.push_min;
-    if (!sp->started && (op->len == 0 || op->len < p->push_min) && fits_block(p, op->hdr_len, op->len)) {
+    if (!sp->started && one_block(p, op->hdr_len, op->len)) {
         int rc = send_block(peer, op->hdr, op->hdr_len, op->data, op->len);
         if (rc == -EAGAIN)
             hashi_dn_stats.ring_waits++;
@@ -430,6 +431,17 @@ static int try_send(int peer, struct dn_op *op)
     return rc;
 }
 
+static void op_init_send(struct dn_op *op, const void *hdr, size_t hdr_len, const void *data, size_t len)
+{
+    op->kind = OP_SEND;
+    op->sp = (struct dn_send_progress){ 0 };
+    op->hdr_len = hdr_len;
+    op->len = len;
+    op->data = data;
+    op->copy = NULL;
+    memcpy(op->hdr, hdr, hdr_len);
+}
+
 static void op_free(struct dn_op *op)
 {
     free(op->copy);
@@ -442,30 +454,21 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     if (dest < 0 || dest >= dn.npeers || hdr_len > HASHI_AM_HDR_MAX || hdr_len + len > dn.buf_size)
         return -1;
     struct dn_peer *p = &dn.peers[dest];
-    /* The common case first: nothing queued before it and one BOTF block
-     * carries it (what try_send would do, without building an op). */
-    int one_block = fits_block(p, hdr_len, len) && (len == 0 || len < p->push_min);
-    if (one_block && !p->q_head && say_hello(dest) == 0) {
-        int rc = send_block(dest, hdr, hdr_len, data, len);
-        if (rc == 0) {
-            if (done)
-                done(arg, 0);
-            return 0;
-        }
-        if (rc != -EAGAIN)
-            return -1;
-        hashi_dn_stats.ring_waits++;
-    }
     struct dn_op op;
-    op.kind = OP_SEND;
-    op.sp = (struct dn_send_progress){ 0 };
-    op.hdr_len = hdr_len;
-    op.len = len;
-    op.data = data;
-    op.copy = NULL;
-    memcpy(op.hdr, hdr, hdr_len);
-    if (!one_block && !p->q_head && say_hello(dest) == 0) {
-        int rc = try_send(dest, &op);
+    int have_op = 0;
+    if (!p->q_head && say_hello(dest) == 0) {
+        /* Nothing queued before it: send now. The common case, one BOTF
+         * block, needs no op (try_send would do the same after building one). */
+        int rc;
+        if (one_block(p, hdr_len, len)) {
+            rc = send_block(dest, hdr, hdr_len, data, len);
+            if (rc == -EAGAIN)
+                hashi_dn_stats.ring_waits++;
+        } else {
+            op_init_send(&op, hdr, hdr_len, data, len);
+            have_op = 1;
+            rc = try_send(dest, &op);   /* may get part-way: op keeps how far */
+        }
         if (rc == 0) {
             if (done)
                 done(arg, 0);
@@ -474,6 +477,8 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
         if (rc != -EAGAIN)
             return -1;
     }
+    if (!have_op)
+        op_init_send(&op, hdr, hdr_len, data, len);
     struct dn_op *q = malloc(sizeof *q);
     if (!q) {
         hashi_log("dimmnet: out of memory queueing a message for rank %d", dest);
