@@ -865,6 +865,9 @@ __attribute__((noinline)) static int poll_peer(int peer)
         if ((uint32_t)hello != dn.pgid)
             reject(peer, "a flag-area write", (uint32_t)hello);
         p->open = 1;
+        /* Before anything is delivered: a delivery may run progress again,
+         * whose peer_has_news reads this pointer of an open peer. */
+        p->notice_next = &f->notice[p->notices_read % DN_NOTICE_SLOTS];
     }
     int events = 0, consumed = 0;
     for (;;) {
