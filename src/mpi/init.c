@@ -11,6 +11,7 @@
 #include "runtime/wake.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +149,13 @@ int hashi_impl_Finalize(void)
     _Atomic int fenced = 0;
     if (hashi_rt_fence_start(&fenced, err, sizeof err) != 0)
         hashi_log("MPI_Finalize: %s", err);
-    else
+    else {
         hashi_progress_wait_until(fence_released, (void *)&fenced);
+        /* PMIx's thread is still inside its callback, waking this rank:
+         * let it leave before the wake words go (hashi_wake_detach). */
+        while (atomic_load(&fenced) != HASHI_RT_FENCE_FINISHED)
+            sched_yield();
+    }
     hashi_comms_finalize();
     hashi_sched_release_memory();
     hashi_device->finalize();

@@ -257,16 +257,20 @@ static int fence(int collect, char *err, size_t errlen)
 static void fence_released(pmix_status_t status, void *cbdata)
 {
     (void)status;   /* a failed fence ends waiting too: the peers are gone */
-    atomic_store((_Atomic int *)cbdata, 1);
-    /* This rank may sleep in its progress loop: wake it now. */
+    _Atomic int *done = cbdata;
+    atomic_store(done, HASHI_RT_FENCE_RELEASED);
+    /* This rank may sleep in its progress loop: wake it now. The main thread
+     * may see RELEASED and go on before this returns, so it waits for
+     * FINISHED before unmapping the wake words (a SIGSEGV here otherwise). */
     hashi_wake_peer(hashi_job.rank);
+    atomic_store(done, HASHI_RT_FENCE_FINISHED);
 }
 
 int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen)
 {
     atomic_store(done, 0);
     if (hashi_job.singleton) {
-        atomic_store(done, 1);
+        atomic_store(done, HASHI_RT_FENCE_FINISHED);
         return 0;
     }
     pmix_proc_t wild;

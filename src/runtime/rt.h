@@ -52,9 +52,13 @@ int hashi_rt_get(int rank, const char *key, void **data, size_t *len);
 int hashi_rt_get_record(int rank, const char *key, void *out, size_t out_size, size_t *len);
 /* A barrier through the launcher (slow path: init and finalize only). */
 int hashi_rt_fence(char *err, size_t errlen);
-/* The same, started without blocking: *done becomes 1 (from PMIx's thread)
- * once every rank has entered it, so the caller can keep its device
- * progressing meanwhile (MPI_Finalize). 0, or -1 with a message. */
+/* The same, started without blocking: *done becomes HASHI_RT_FENCE_RELEASED
+ * (from PMIx's thread) once every rank has entered it, so the caller can keep
+ * its device progressing meanwhile (MPI_Finalize); then, after that thread has
+ * woken this rank, HASHI_RT_FENCE_FINISHED: only from then on may the caller
+ * tear down what the wake-up touches. 0, or -1 with a message. */
+#define HASHI_RT_FENCE_RELEASED 1
+#define HASHI_RT_FENCE_FINISHED 2
 int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen);
 
 #endif
