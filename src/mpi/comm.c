@@ -71,23 +71,8 @@ static int allgather_bruck(struct MPI_ABI_Comm *c, int tag, void *out, size_t bl
  * members: it borrows the parent's context and owns none (see comm_release). */
 #define HASHI_COMM_BORROWED_MAGIC 0x434f4d42u
 
-static int comm_is_static(const struct MPI_ABI_Comm *c)
+void hashi_comm_destroy(struct MPI_ABI_Comm *c)
 {
-    return c == &hashi_comm_world || c == &hashi_comm_self;
-}
-
-void hashi_comm_retain(struct MPI_ABI_Comm *c)
-{
-    if (!comm_is_static(c))
-        atomic_fetch_add_explicit(&c->refcount, 1, memory_order_relaxed);
-}
-
-void hashi_comm_release(struct MPI_ABI_Comm *c)
-{
-    if (!c || comm_is_static(c))
-        return;
-    if (atomic_fetch_sub_explicit(&c->refcount, 1, memory_order_acq_rel) != 1)
-        return;
     if (c->magic == HASHI_COMM_BORROWED_MAGIC) {
         hashi_group_release(c->group);
         free(c);
@@ -856,7 +841,7 @@ static int comm_free(const char *func, MPI_Comm *comm, int wait_pending)
     struct MPI_ABI_Comm *c = hashi_comm_get(*comm);
     if (!c)
         return hashi_err_invalid_comm(func, *comm, "*comm");
-    if (comm_is_static(c))
+    if (hashi_comm_is_static(c))
         return hashi_err_comm(func, *comm, MPI_ERR_COMM, "%s cannot be freed",
                               c == &hashi_comm_world ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
     /* Attributes are deleted at the call (their callbacks may still use

@@ -66,8 +66,23 @@ int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t
 /* Pending operations hold a reference (requests retain their communicator),
  * so MPI_Comm_free only drops the user's one; the last release frees the
  * object and returns its context id to the pool. */
-void hashi_comm_retain(struct MPI_ABI_Comm *c);
-void hashi_comm_release(struct MPI_ABI_Comm *c);
+/* Inline: every request takes and drops one. WORLD and SELF are never freed. */
+static inline int hashi_comm_is_static(const struct MPI_ABI_Comm *c)
+{
+    return c == &hashi_comm_world || c == &hashi_comm_self;
+}
+static inline void hashi_comm_retain(struct MPI_ABI_Comm *c)
+{
+    if (!hashi_comm_is_static(c))
+        hashi_ref_inc(&c->refcount);
+}
+/* The last reference went: free the object, return its context id. */
+void hashi_comm_destroy(struct MPI_ABI_Comm *c);
+static inline void hashi_comm_release(struct MPI_ABI_Comm *c)
+{
+    if (c && !hashi_comm_is_static(c) && hashi_ref_dec(&c->refcount))
+        hashi_comm_destroy(c);
+}
 
 /* The public handle of a communicator object. */
 static inline MPI_Comm hashi_comm_handle(struct MPI_ABI_Comm *c)

@@ -22,11 +22,10 @@
 /* The predefined types                                                    */
 /* ---------------------------------------------------------------------- */
 
-/* The standard ABI puts every predefined datatype in [0x200, 0x300). */
-#define PREDEF_BASE 0x200u
-#define PREDEF_COUNT 0x100u
+#define PREDEF_BASE HASHI_TYPE_PREDEF_BASE
+#define PREDEF_COUNT HASHI_TYPE_PREDEF_COUNT
 
-static struct MPI_ABI_Datatype predef[PREDEF_COUNT];
+struct MPI_ABI_Datatype hashi_type_predef[PREDEF_COUNT];
 static struct hashi_type_repr predef_repr[PREDEF_COUNT];
 
 /* The pair types, laid out as C lays out these structs. */
@@ -152,7 +151,7 @@ static size_t predef_index(MPI_Datatype h)
 
 static struct MPI_ABI_Datatype *predef_slot(MPI_Datatype h)
 {
-    return &predef[predef_index(h)];
+    return &hashi_type_predef[predef_index(h)];
 }
 
 static void init_named(struct MPI_ABI_Datatype *t, MPI_Datatype handle, const char *name)
@@ -166,7 +165,7 @@ static void init_named(struct MPI_ABI_Datatype *t, MPI_Datatype handle, const ch
     t->pair_index = MPI_DATATYPE_NULL;
     atomic_init(&t->refcount, 1);
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->repr = &predef_repr[t - predef];
+    t->repr = &predef_repr[t - hashi_type_predef];
 }
 
 void hashi_types_init(void)
@@ -227,22 +226,10 @@ void hashi_types_init(void)
 /* Handles, references, argument checks                                    */
 /* ---------------------------------------------------------------------- */
 
-struct MPI_ABI_Datatype *hashi_type_get(MPI_Datatype type)
-{
-    if (hashi_handle_is_predefined(type)) {
-        uintptr_t v = (uintptr_t)type;
-        if (v < PREDEF_BASE || v >= PREDEF_BASE + PREDEF_COUNT)
-            return NULL;
-        struct MPI_ABI_Datatype *t = &predef[v - PREDEF_BASE];
-        return t->magic == HASHI_TYPE_MAGIC ? t : NULL;
-    }
-    return type->magic == HASHI_TYPE_MAGIC ? type : NULL;
-}
-
 MPI_Datatype hashi_type_handle(struct MPI_ABI_Datatype *t)
 {
-    if (t >= predef && t < predef + PREDEF_COUNT)
-        return (MPI_Datatype)(uintptr_t)(PREDEF_BASE + (uintptr_t)(t - predef));
+    if (t >= hashi_type_predef && t < hashi_type_predef + PREDEF_COUNT)
+        return (MPI_Datatype)(uintptr_t)(PREDEF_BASE + (uintptr_t)(t - hashi_type_predef));
     return t;
 }
 
@@ -287,7 +274,7 @@ struct MPI_ABI_Datatype *hashi_type_alloc(void)
     return t;
 }
 
-static void type_destroy(struct MPI_ABI_Datatype *t)
+void hashi_type_destroy(struct MPI_ABI_Datatype *t)
 {
     hashi_handle_forget(t);
     hashi_attr_discard(&t->attributes); /* deleted by MPI_Type_free; left only by a failed dup */
@@ -300,19 +287,7 @@ static void type_destroy(struct MPI_ABI_Datatype *t)
 void hashi_type_discard(struct MPI_ABI_Datatype *t)
 {
     if (t)
-        type_destroy(t);
-}
-
-void hashi_type_retain(struct MPI_ABI_Datatype *t)
-{
-    if (t && !t->predefined)
-        atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
-}
-
-void hashi_type_release(struct MPI_ABI_Datatype *t)
-{
-    if (t && !t->predefined && atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1)
-        type_destroy(t);
+        hashi_type_destroy(t);
 }
 
 struct hashi_type_envelope *hashi_envelope_new(int combiner, int large, MPI_Count ni, MPI_Count na,
@@ -431,7 +406,7 @@ int hashi_impl_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
     /* Cached attributes follow their copy callbacks (attr.c). */
     rc = hashi_attr_copy_all(HASHI_ATTR_TYPE, oldtype, &old->attributes, t, &t->attributes);
     if (rc != MPI_SUCCESS) {
-        type_destroy(t);
+        hashi_type_destroy(t);
         return hashi_err_type("MPI_Type_dup", rc, "an attribute copy callback failed (error %d)", rc);
     }
     *newtype = t;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mpi/refcount.h"
+
 struct hashi_type_repr;       /* the engine's layout description (datatype_repr.h) */
 struct hashi_repr_arena;      /* memory owned by one type's layout */
 struct hashi_type_envelope;   /* the constructor call, for get_envelope / get_contents */
@@ -54,8 +56,26 @@ struct MPI_ABI_Datatype {
 };
 #define HASHI_TYPE_MAGIC 0x54595045u
 
-/* The object behind a handle (predefined or derived), or NULL if invalid. */
-struct MPI_ABI_Datatype *hashi_type_get(MPI_Datatype type);
+/* The standard ABI puts every predefined datatype in [0x200, 0x300). */
+#define HASHI_TYPE_PREDEF_BASE 0x200u
+#define HASHI_TYPE_PREDEF_COUNT 0x100u
+extern struct MPI_ABI_Datatype hashi_type_predef[HASHI_TYPE_PREDEF_COUNT];
+
+/* The object behind a handle (predefined or derived), or NULL if invalid.
+ * Inline: every send and receive looks its datatype up. */
+static inline struct MPI_ABI_Datatype *hashi_type_get(MPI_Datatype type)
+{
+    uintptr_t v = (uintptr_t)type;
+    struct MPI_ABI_Datatype *t;
+    if (v < 0x1000u) {   /* one of the standard's predefined constants */
+        if (v - HASHI_TYPE_PREDEF_BASE >= HASHI_TYPE_PREDEF_COUNT)
+            return NULL;
+        t = &hashi_type_predef[v - HASHI_TYPE_PREDEF_BASE];
+    } else {
+        t = type;
+    }
+    return t->magic == HASHI_TYPE_MAGIC ? t : NULL;
+}
 
 /* For MPI calls' argument checks: MPI_SUCCESS or an error class
  * (MPI_ERR_TYPE), with a reason ("MPI_DATATYPE_NULL", "not committed" ...). */
@@ -108,8 +128,17 @@ MPI_Count hashi_type_elements(const struct MPI_ABI_Datatype *t, uint64_t bytes);
 /* References held by pending operations and by derived types built on t; a
  * derived type is destroyed when the last one (the user's handle included)
  * goes. No-ops on predefined types. */
-void hashi_type_retain(struct MPI_ABI_Datatype *t);
-void hashi_type_release(struct MPI_ABI_Datatype *t);
+void hashi_type_destroy(struct MPI_ABI_Datatype *t);
+static inline void hashi_type_retain(struct MPI_ABI_Datatype *t)
+{
+    if (t && !t->predefined)
+        hashi_ref_inc(&t->refcount);
+}
+static inline void hashi_type_release(struct MPI_ABI_Datatype *t)
+{
+    if (t && !t->predefined && hashi_ref_dec(&t->refcount))
+        hashi_type_destroy(t);
+}
 
 /* Set up the predefined types (sizes, names, pair types) at MPI_Init. */
 void hashi_types_init(void);

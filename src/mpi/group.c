@@ -53,14 +53,14 @@ MPI_Group hashi_group_handle(struct MPI_ABI_Group *g)
 void hashi_group_retain(struct MPI_ABI_Group *g)
 {
     if (!group_is_static(g))
-        atomic_fetch_add_explicit(&g->refcount, 1, memory_order_relaxed);
+        hashi_ref_inc(&g->refcount);
 }
 
 void hashi_group_release(struct MPI_ABI_Group *g)
 {
     if (!g || group_is_static(g))
         return;
-    if (atomic_fetch_sub_explicit(&g->refcount, 1, memory_order_acq_rel) != 1)
+    if (!hashi_ref_dec(&g->refcount))
         return;
     hashi_handle_forget(g);
     g->magic = 0; /* a stale handle used later fails the magic check (most of the time) */

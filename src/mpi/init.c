@@ -19,6 +19,7 @@
 
 _Atomic int hashi_init_state = HASHI_STATE_PRE_INIT;
 int hashi_thread_level = MPI_THREAD_SINGLE;
+int hashi_refs_locked;
 uintptr_t hashi_main_thread;
 
 /* The highest thread level this build really provides. */
@@ -95,6 +96,8 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
 
     hashi_thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
                        : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
+    /* Threads inside the library together need locked reference counts. */
+    hashi_refs_locked = hashi_thread_level == MPI_THREAD_MULTIPLE;
     if (provided)
         *provided = hashi_thread_level;
     hashi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL);

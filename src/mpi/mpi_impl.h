@@ -13,6 +13,7 @@
 
 #include "mpi/errors.h"
 #include "mpi/gen_impl.h"
+#include "mpi/refcount.h"
 
 /* Any handle value below this is one of the standard's predefined constants. */
 #define HASHI_PREDEFINED_LIMIT 0x1000u

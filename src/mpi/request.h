@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mpi/refcount.h"
+
 #include "device/device.h"
 
 struct MPI_ABI_Comm;
@@ -157,7 +159,7 @@ void hashi_request_free(struct MPI_ABI_Request *req);
 /* Take one more reference (an operation about to start). */
 static inline void hashi_request_retain(struct MPI_ABI_Request *req)
 {
-    atomic_fetch_add_explicit(&req->refs, 1, memory_order_relaxed);
+    hashi_ref_inc(&req->refs);
 }
 
 /*

@@ -37,6 +37,7 @@
 #include "device/common/cookie.h"
 #include "device/common/match.h"
 #include "mpi/request.h"
+#include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/rt.h"
 #include "runtime/wake.h"
@@ -442,7 +443,7 @@ static void rndv_recv_start(struct MPI_ABI_Request *req, int posted_first)
 /* ------------------------------------------------------------- matching */
 
 /* A receive and a message met: place eager data or start the rendezvous. */
-static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_world, int source, int tag,
+static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_world, int source, int tag,
                          uint32_t cookie, uint64_t size, const void *payload, const unsigned char *rkey,
                          uint8_t rkey_len, int posted_first)
 {
@@ -462,8 +463,7 @@ static void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_worl
         return;
     }
     r->want = size < req->dev_bytes ? size : req->dev_bytes;
-    if (r->want)
-        memcpy(req->dev_buf, payload, r->want);
+    hashi_copy(req->dev_buf, payload, r->want);
     if (type == AM_EAGER_SYNC)
         send_control(src_world, AM_ACK, cookie, 0, 0, answered, req);
     else

@@ -76,11 +76,9 @@ static int table_grow(struct hashi_mq *q)
     return 0;
 }
 
-/* The context's state; created on first use when create != 0 (NULL if out of memory). */
-static struct hashi_mq_ctx *ctx_get(struct hashi_mq *q, uint32_t id, int create)
+/* ctx_get's way when the context is not the last one used. */
+static __attribute__((noinline)) struct hashi_mq_ctx *ctx_lookup(struct hashi_mq *q, uint32_t id, int create)
 {
-    if (q->last && q->last->id == id)
-        return q->last;
     if (q->capacity) {
         for (size_t s = slot_of(id, q->capacity);; s = (s + 1) & (q->capacity - 1)) {
             struct hashi_mq_ctx *c = q->table[s];
@@ -106,11 +104,18 @@ static struct hashi_mq_ctx *ctx_get(struct hashi_mq *q, uint32_t id, int create)
     return q->last = c;
 }
 
-/* The bin of a source, growing the bin array as needed (NULL if out of memory). */
-static struct hashi_mq_bin *bin_get(struct hashi_mq_ctx *c, int source)
+/* The context's state; created on first use when create != 0 (NULL if out of
+ * memory). Inline for the one-entry cache: every post and arrival asks. */
+static inline struct hashi_mq_ctx *ctx_get(struct hashi_mq *q, uint32_t id, int create)
 {
-    if (source < c->nbins)
-        return &c->bins[source];
+    if (q->last && q->last->id == id)
+        return q->last;
+    return ctx_lookup(q, id, create);
+}
+
+/* bin_get's way when the bin array must grow. */
+static __attribute__((noinline)) struct hashi_mq_bin *bin_grow(struct hashi_mq_ctx *c, int source)
+{
     int n = c->nbins ? c->nbins : 8;
     while (n <= source)
         n *= 2;
@@ -122,6 +127,12 @@ static struct hashi_mq_bin *bin_get(struct hashi_mq_ctx *c, int source)
     c->bins = b;
     c->nbins = n;
     return &c->bins[source];
+}
+
+/* The bin of a source, growing the bin array as needed (NULL if out of memory). */
+static inline struct hashi_mq_bin *bin_get(struct hashi_mq_ctx *c, int source)
+{
+    return source < c->nbins ? &c->bins[source] : bin_grow(c, source);
 }
 
 static int tag_matches(int want, int tag)

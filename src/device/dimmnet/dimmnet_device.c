@@ -25,6 +25,7 @@
 #include "device/dimmnet/dimmnet.h"
 #include "device/device.h"
 #include "mpi/p2p.h"
+#include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
@@ -288,9 +289,12 @@ static int send_block(int peer, const void *hdr, size_t hdr_len, const void *dat
         return rc;
     struct dn_hdr h = { .type = DN_MSG, .pgid = dn.pgid };
     memcpy(slot, &h, DN_MSG_HDR_SIZE);
-    memcpy(slot + DN_MSG_HDR_SIZE, hdr, hdr_len);
-    if (len)
-        memcpy(slot + DN_MSG_HDR_SIZE + hdr_len, data, len);
+    /* The core's two header sizes as fixed-size copies (inlined). */
+    if (hdr_len == HASHI_AM_EAGER_HDR)
+        memcpy(slot + DN_MSG_HDR_SIZE, hdr, HASHI_AM_EAGER_HDR);
+    else
+        memcpy(slot + DN_MSG_HDR_SIZE, hdr, hdr_len);
+    hashi_copy(slot + DN_MSG_HDR_SIZE + hdr_len, data, len);
     tl->block_kick(peer, total);
     hashi_dn_stats.botf++;
     return 0;

@@ -60,22 +60,9 @@ int p2p_check_tag(const char *func, MPI_Comm comm, int tag, int allow_any)
     return MPI_SUCCESS;
 }
 
-int p2p_check_args(const char *func, const void *buf, MPI_Count count, MPI_Datatype type, int peer,
-                   int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t)
+int p2p_check_args_each(const char *func, const void *buf, MPI_Count count, MPI_Datatype type, int peer,
+                        int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t)
 {
-    /* Every call of a correct program passes all of these: test them in one
-     * go (no division, no message), and only on a failure run the checks
-     * below one by one to name the first bad argument. */
-    struct MPI_ABI_Comm *cc = hashi_comm_get(comm);
-    struct MPI_ABI_Datatype *tt = hashi_type_get(type);
-    if (cc && tt && tt->committed && (uint64_t)count <= UINT32_MAX && (uint64_t)tt->size <= UINT32_MAX &&
-        (buf || count == 0 || tt->size == 0 || !(tt->predefined || tt->true_lb == 0)) &&
-        ((unsigned)peer < (unsigned)cc->size || peer == MPI_PROC_NULL || (is_recv && peer == MPI_ANY_SOURCE)) &&
-        ((tag >= 0 && tag <= hashi_p2p.tag_ub) || (is_recv && tag == MPI_ANY_TAG))) {
-        *c = cc;
-        *t = tt;
-        return MPI_SUCCESS;
-    }
     int rc;
     if (!(*c = hashi_comm_arg(func, comm, &rc)))
         return rc;

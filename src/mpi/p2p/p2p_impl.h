@@ -96,9 +96,31 @@ int p2p_check_buffer(const char *func, MPI_Comm comm, const void *buf, MPI_Count
 /* A destination (or, with allow_any, a source) rank: 0..size-1, PROC_NULL. */
 int p2p_check_rank(const char *func, const struct MPI_ABI_Comm *c, MPI_Comm comm, int rank, int allow_any);
 int p2p_check_tag(const char *func, MPI_Comm comm, int tag, int allow_any);
-/* All of the above for a send or a receive (buffer, count, type, peer, tag, comm). */
-int p2p_check_args(const char *func, const void *buf, MPI_Count count, MPI_Datatype type, int peer,
-                   int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t);
+/* All of the above, one by one, naming the first bad argument. */
+int p2p_check_args_each(const char *func, const void *buf, MPI_Count count, MPI_Datatype type, int peer,
+                        int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c, struct MPI_ABI_Datatype **t);
+/* All of the above for a send or a receive (buffer, count, type, peer, tag,
+ * comm). Every call of a correct program passes them all: they are tested in
+ * one go, inline (no division, no message); only a failure runs them one by
+ * one. */
+static inline int p2p_check_args(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
+                                 int peer, int tag, MPI_Comm comm, int is_recv, struct MPI_ABI_Comm **c,
+                                 struct MPI_ABI_Datatype **t)
+{
+    struct MPI_ABI_Comm *cc = hashi_comm_get(comm);
+    struct MPI_ABI_Datatype *tt = hashi_type_get(type);
+    if (__builtin_expect(cc && tt && tt->committed && (uint64_t)count <= UINT32_MAX &&
+                         (uint64_t)tt->size <= UINT32_MAX &&
+                         (buf || count == 0 || tt->size == 0 || !(tt->predefined || tt->true_lb == 0)) &&
+                         ((unsigned)peer < (unsigned)cc->size || peer == MPI_PROC_NULL ||
+                          (is_recv && peer == MPI_ANY_SOURCE)) &&
+                         ((tag >= 0 && tag <= hashi_p2p.tag_ub) || (is_recv && tag == MPI_ANY_TAG)), 1)) {
+        *c = cc;
+        *t = tt;
+        return MPI_SUCCESS;
+    }
+    return p2p_check_args_each(func, buf, count, type, peer, tag, comm, is_recv, c, t);
+}
 /* An MPI_Request* argument that must point at a live request (not NULL). */
 int p2p_check_request_ptr(const char *func, MPI_Request *request, struct MPI_ABI_Request **req);
 /* The (count, array) of the multiple-completion calls. */
@@ -142,8 +164,13 @@ int p2p_request_finish(MPI_Request *handle, MPI_Status *status);
 /* The status and error of a completed request without finishing it
  * (MPI_Request_get_status). */
 int p2p_request_peek(struct MPI_ABI_Request *req, MPI_Status *status);
-/* Whether a handle in an array counts as "active" for the completion calls. */
-int p2p_request_is_active(MPI_Request h);
+/* Whether a handle in an array counts as "active" for the completion calls
+ * (inline: Waitall and friends ask it of every entry on every poll). */
+static inline int p2p_request_is_active(MPI_Request h)
+{
+    struct MPI_ABI_Request *req = hashi_request_get(h);
+    return req && (!req->persistent || req->active);
+}
 /* Raise an operation's error from a completion call, on the request's comm. */
 int p2p_raise_request_error(const char *func, struct MPI_ABI_Comm *comm, int code, const MPI_Status *st);
 

@@ -81,7 +81,7 @@ static void request_destroy(struct MPI_ABI_Request *req)
 
 static void request_unref(struct MPI_ABI_Request *req)
 {
-    if (atomic_fetch_sub_explicit(&req->refs, 1, memory_order_acq_rel) == 1)
+    if (hashi_ref_dec(&req->refs))
         request_destroy(req);
 }
 
@@ -189,14 +189,6 @@ int p2p_request_finish(MPI_Request *handle, MPI_Status *status)
     hashi_request_free(req);
     *handle = MPI_REQUEST_NULL;
     return err;
-}
-
-int p2p_request_is_active(MPI_Request h)
-{
-    if (h == MPI_REQUEST_NULL)
-        return 0;
-    struct MPI_ABI_Request *req = hashi_request_get(h);
-    return req && (!req->persistent || req->active);
 }
 
 int p2p_raise_request_error(const char *func, struct MPI_ABI_Comm *comm, int code, const MPI_Status *st)

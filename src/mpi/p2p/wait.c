@@ -18,6 +18,8 @@ static void set_empty(MPI_Status *status)
 static int finish_one(const char *func, MPI_Request *handle, MPI_Status *status)
 {
     struct MPI_ABI_Request *req = *handle;
+    if (req->status.MPI_ERROR == MPI_SUCCESS && req->kind != HASHI_REQ_GREQ)
+        return p2p_request_finish(handle, status);   /* nothing to raise */
     struct MPI_ABI_Comm *c = req->comm;
     int is_greq = req->kind == HASHI_REQ_GREQ;
     MPI_Status st = req->status;
@@ -145,6 +147,13 @@ struct multi_errors {
 static void multi_finish(struct multi_errors *e, MPI_Request *handle, int index, MPI_Status *status)
 {
     struct MPI_ABI_Request *req = *handle;
+    if (req->status.MPI_ERROR == MPI_SUCCESS && req->kind != HASHI_REQ_GREQ) {
+        /* The common case: nothing to report, so no hold on the communicator. */
+        p2p_request_finish(handle, status);
+        if (status != MPI_STATUS_IGNORE)
+            status->MPI_ERROR = MPI_SUCCESS;
+        return;
+    }
     struct MPI_ABI_Comm *c = req->comm;
     if (c)
         hashi_comm_retain(c);

@@ -254,7 +254,7 @@ static void emu_finalize(void)
 /* ---- rings ------------------------------------------------------------ */
 
 /* The next free slot in my ring at local peer lp, or NULL if it is full. */
-static struct emu_slot *ring_reserve(int lp)
+static inline struct emu_slot *ring_reserve(int lp)
 {
     struct emu_peer *p = &emu.peer[lp];
     uint32_t slots = p->hdr->slots;
