@@ -958,6 +958,14 @@ static uint32_t job_pgid(void)
  * too much of the node's memory, and the hardware's 464 stays. */
 #define DN_BOTF_MAX_EMU 4096
 #define DN_EMU_BIG_BLOCK_RANKS 16
+/* With a few ranks on the node (every peer on emu), blocks and the eager
+ * limit grow to 16 KiB: an 8-16 KiB message is then one copy into the ring and
+ * one out, where the rendezvous cost a round trip and a CMA system call (2
+ * ranks, chrt: ping-pong 8 / 16 KiB 5.7 / 7.5 us -> 2.3-2.5 / 3.9-6.4; window
+ * 2.8 / 4.0 GB/s -> 7.5-7.9 / 8.6-10.9; MPICH ~16). A ring of 64 slots takes
+ * 1 MiB, 12 MiB for 4 ranks. */
+#define DN_BOTF_MAX_EMU_FEW 16384
+#define DN_EMU_HUGE_BLOCK_RANKS 4
 /* Largest block to a fabric peer: every peer's receive buffers at a rank
  * hold HASHI_FABRIC_CREDITS of them (64 x 64 KiB = 4 MiB per peer). */
 #define DN_NET_BLOCK_MAX 65536
@@ -993,10 +1001,14 @@ static int dn_init(char *err, size_t errlen)
         return -1;
     }
     int emu_only = all_peers_on_emu();
+    int few_on_emu = emu_only && hashi_job.local_size <= DN_EMU_HUGE_BLOCK_RANKS &&
+                     !hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX);
     if (!hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX) && emu_only)
-        eager = DN_EAGER_MAX_EMU;
+        eager = few_on_emu ? DN_BOTF_MAX_EMU_FEW : DN_EAGER_MAX_EMU;
     if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !emu_only)
         botf = DN_BOTF_MAX_FABRIC;
+    else if (few_on_emu)
+        botf = DN_BOTF_MAX_EMU_FEW;
     else if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && hashi_job.local_size <= DN_EMU_BIG_BLOCK_RANKS)
         botf = DN_BOTF_MAX_EMU;
     if (eager < 0)
@@ -1008,6 +1020,8 @@ static int dn_init(char *err, size_t errlen)
     dn.botf_data = (size_t)botf;
     dn.block_max = (DN_HDR_SIZE + dn.botf_payload + 7) & ~(size_t)7;
     dn.push_min = (size_t)hashi_param_int(HASHI_P_DIMMNET_PUSH_MIN);
+    if (few_on_emu && !hashi_param_is_set(HASHI_P_DIMMNET_PUSH_MIN) && dn.push_min <= dn.botf_data)
+        dn.push_min = dn.botf_data + 1;   /* every eager message is one block */
     /* Peers on fabric: one block (one fi_send) holds any eager message, and
      * only a PUSH_MIN set by the user moves one through a receive buffer. */
     dn.net_botf_data = dn.botf_data;
