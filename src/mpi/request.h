@@ -64,6 +64,7 @@ enum {
     HASHI_REQF_PROC_NULL   = 1 << 2,  /* to/from MPI_PROC_NULL: never reaches the device */
     HASHI_REQF_CANCEL_ASKED = 1 << 3, /* MPI_Cancel was called on this activation */
     HASHI_REQF_COMPOUND    = 1 << 4,  /* completes when its children do (MPI_Isendrecv) */
+    HASHI_REQF_SHARED      = 1 << 5,  /* p2p_sent_request(): one object for many handles, never freed */
 };
 
 struct MPI_ABI_Request {

@@ -149,6 +149,12 @@ int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI
 
 /* A request that is complete from the start (PROC_NULL, buffered sends). */
 struct MPI_ABI_Request *p2p_completed_request(enum hashi_req_kind kind, int proc_null);
+/* The request of a send that completed in the call (MPI_Isend of an eager
+ * message the device took at once): one shared object, like MPICH's
+ * lightweight request, so such a send allocates and frees nothing. It is
+ * complete, its status empty, and finishing or freeing it only sets the
+ * handle to MPI_REQUEST_NULL; nothing ever writes it. */
+struct MPI_ABI_Request *p2p_sent_request(void);
 
 /* Complete a request with an error class (a device refused to start it). */
 void p2p_fail_request(struct MPI_ABI_Request *req, int errclass);

@@ -87,7 +87,16 @@ static void request_unref(struct MPI_ABI_Request *req)
 
 void hashi_request_free(struct MPI_ABI_Request *req)
 {
-    request_unref(req);
+    if (!(req->flags & HASHI_REQF_SHARED))
+        request_unref(req);
+}
+
+/* Complete, empty-status, read-only: every handle to it finishes the same way. */
+static struct MPI_ABI_Request sent_request;
+
+struct MPI_ABI_Request *p2p_sent_request(void)
+{
+    return &sent_request;
 }
 
 void hashi_request_complete(struct MPI_ABI_Request *req)
@@ -208,6 +217,13 @@ int p2p_raise_request_error(const char *func, struct MPI_ABI_Comm *comm, int cod
 
 void p2p_requests_init(void)
 {
+    sent_request.magic = HASHI_REQUEST_MAGIC;
+    sent_request.kind = HASHI_REQ_SEND;
+    sent_request.flags = HASHI_REQF_SHARED;
+    sent_request.datatype = MPI_DATATYPE_NULL;
+    atomic_init(&sent_request.refs, 1);
+    hashi_status_set_empty(&sent_request.status);
+    atomic_init(&sent_request.complete, 1);
     /* One slab up front: the first messages do not pay for it. */
     if (!hashi_p2p.pool.slabs)
         pool_grow(&hashi_p2p.pool);

@@ -191,17 +191,13 @@ static int send_nonblocking(const char *func, const void *buf, MPI_Count count, 
         return rc;
     struct MPI_ABI_Request *req;
     if (!persistent && send_now_fits(t, count, dest, mode)) {
-        /* Sent in the call: the program gets a request that is already
-         * complete (what an eager send's request would be by its Wait). */
-        req = p2p_completed_request(HASHI_REQ_SEND, 0);
-        if (!req)
-            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+        /* Sent in the call: the program gets the shared request of sends
+         * already complete (what an eager send's request would be by its Wait). */
         rc = send_now(func, buf, count, t, dest, tag, comm, c);
         if (rc == MPI_SUCCESS) {
-            *request = req;
+            *request = p2p_sent_request();
             return MPI_SUCCESS;
         }
-        hashi_request_free(req);
         if (rc != HASHI_DEVICE_P2P_DECLINE)
             return rc;
     }
