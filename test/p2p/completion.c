@@ -6,7 +6,9 @@
  * while one request is pending; MPI_Waitany / Testany return the completed
  * entry and free just it; MPI_Waitsome / Testsome return compact indices and
  * statuses; MPI_Request_get_status (and its MPI-4.1 array forms) do not free.
- * Then the same calls over MPI_COMM_WORLD in a ring, to see real traffic.
+ * Then the same calls over MPI_COMM_WORLD in a ring, to see real traffic, and
+ * eager sends completed in the call (one shared request object) finished by
+ * every route: Request_free, Cancel + Wait, Request_get_status, Test, Waitall.
  */
 #include "p2p_util.h"
 
@@ -160,6 +162,39 @@ int main(int argc, char **argv)
     }
     CHECK_MPI(MPI_Waitany(2 * N, ring, &idx, &st));
     CHECK(idx == MPI_UNDEFINED, "MPI_Waitany after everything completed: index %d", idx);
+
+    /* ---- eager sends completed in the call (they may share one request
+     * object): each handle finishes on its own, by every route, and the
+     * others stay usable; the data all arrive, in order ---- */
+    MPI_Request eager[N];
+    for (int i = 0; i < N; i++) {
+        out[i] = rank * 100 + i;
+        in[i] = -1;
+        CHECK_MPI(MPI_Isend(&out[i], 1, MPI_INT, right, 40, MPI_COMM_WORLD, &eager[i]));
+    }
+    CHECK_MPI(MPI_Request_free(&eager[0]));
+    CHECK(eager[0] == MPI_REQUEST_NULL, "MPI_Request_free left the handle set");
+    CHECK_MPI(MPI_Cancel(&eager[1]));   /* complete already: nothing to cancel */
+    CHECK_MPI(MPI_Wait(&eager[1], &st));
+    CHECK_MPI(MPI_Test_cancelled(&st, &flag));
+    CHECK(!flag && eager[1] == MPI_REQUEST_NULL, "cancelled eager send: cancelled %d", flag);
+    int spins = 0;
+    do {
+        CHECK_MPI(MPI_Request_get_status(eager[2], &flag, MPI_STATUS_IGNORE));
+    } while (!flag && ++spins < 1000000);
+    CHECK(flag && eager[2] != MPI_REQUEST_NULL, "MPI_Request_get_status on an eager send: flag %d", flag);
+    do {
+        CHECK_MPI(MPI_Test(&eager[2], &flag, MPI_STATUS_IGNORE));
+    } while (!flag);
+    CHECK(eager[2] == MPI_REQUEST_NULL, "MPI_Test done but the handle is set");
+    MPI_Status ests[N];
+    CHECK_MPI(MPI_Waitall(N, eager, ests));
+    for (int i = 0; i < N; i++)
+        CHECK(eager[i] == MPI_REQUEST_NULL, "MPI_Waitall left entry %d set", i);
+    for (int i = 0; i < N; i++) {
+        CHECK_MPI(MPI_Recv(&in[i], 1, MPI_INT, left, 40, MPI_COMM_WORLD, &st));
+        CHECK(in[i] == left * 100 + i, "eager send %d from rank %d: got %d", i, left, in[i]);
+    }
 
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     report_ok();
