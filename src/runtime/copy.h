@@ -10,6 +10,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* len in [w, 2w]: the first and the last w bytes, which overlap when len < 2w
+ * (w is a constant once inlined, so these are plain moves). */
+static inline __attribute__((always_inline)) void copy_ends(unsigned char *d, const unsigned char *s, size_t len,
+                                                            size_t w)
+{
+    uint64_t head, tail;
+    memcpy(&head, s, w);
+    memcpy(&tail, s + len - w, w);
+    memcpy(d, &head, w);
+    memcpy(d + len - w, &tail, w);
+}
+
 static inline void hashi_copy(void *dst, const void *src, size_t len)
 {
     unsigned char *d = dst;
@@ -17,18 +29,9 @@ static inline void hashi_copy(void *dst, const void *src, size_t len)
     if (len > 16) {
         memcpy(d, s, len);
     } else if (len >= 8) {
-        /* Two 8-byte moves that overlap when len < 16 (fixed sizes: inlined). */
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + len - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + len - 8, &b, 8);
+        copy_ends(d, s, len, 8);
     } else if (len >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + len - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + len - 4, &b, 4);
+        copy_ends(d, s, len, 4);
     } else {
         for (size_t i = 0; i < len; i++)
             d[i] = s[i];
