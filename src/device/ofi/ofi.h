@@ -13,6 +13,8 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +93,30 @@ static inline int hashi_ofi_queue_empty(int rx)
 int hashi_ofi_unqueue(struct ofi_op *op);
 /* Retry queued operations, then drain the completion queue. Returns events handled. */
 int hashi_ofi_progress(void);
+
+/* Completions read per fi_cq_read. */
+#define HASHI_OFI_CQ_BATCH 16
+/* The out-of-line halves of hashi_ofi_poll: posting what the queues hold,
+ * and handing out n completions (or the error a read returned). */
+int hashi_ofi_retry_queues(void);
+int hashi_ofi_drain_cq(struct fi_cq_tagged_entry *ents, ssize_t n);
+
+/*
+ * hashi_ofi_progress for the device's progress entry points, inlined there:
+ * a wait loop polls it millions of times, and an idle poll is then the
+ * provider's fi_cq_read plus a few instructions, no call layer of our own.
+ */
+static inline __attribute__((always_inline)) int hashi_ofi_poll(void)
+{
+    int events = 0;
+    if (__builtin_expect(((uintptr_t)hashi_ofi.tx_pending.head | (uintptr_t)hashi_ofi.rx_pending.head) != 0, 0))
+        events = hashi_ofi_retry_queues();
+    struct fi_cq_tagged_entry ents[HASHI_OFI_CQ_BATCH];
+    ssize_t n = fi_cq_read(hashi_ofi.cq, ents, HASHI_OFI_CQ_BATCH);
+    if (__builtin_expect(n == -FI_EAGAIN, 1))
+        return events;
+    return events + hashi_ofi_drain_cq(ents, n);
+}
 
 /* Register len bytes at buf for remote reads: *raddr and *key are what a peer's fi_read needs. */
 int hashi_ofi_mr_reg(void *buf, size_t len, struct fid_mr **mr, uint64_t *raddr, uint64_t *key);

@@ -37,6 +37,7 @@ extern struct hashi_device_ops hashi_device_ofi;
 #define FRAGMENT_MIN (64 * 1024)   /* chunked rendezvous fragments, at least */
 #define POOL_CACHE_MAX 64
 #define INJECT_STACK 4096          /* largest inject assembled on the stack */
+#define FAST_INJECT 256            /* largest message of am_send's hot path (a small frame) */
 
 struct rbuf {
     struct ofi_op op;
@@ -136,6 +137,7 @@ static struct {
     struct aread *read_free;
     int bounce_cached, zsend_cached, read_cached;
     size_t inject_max;      /* largest buffered send injected from the stack */
+    size_t fast_max;        /* largest of them am_send's hot path takes (0: none) */
     /* coalescing */
     size_t coalesce_max;    /* largest message (header + payload) batched; 0: off */
     struct apeer *peers;    /* by world rank */
@@ -347,8 +349,15 @@ static inline void assemble(unsigned char *to, const void *hdr, size_t hdr_len, 
         memcpy(to, hdr, HASHI_AM_EAGER_HDR);
     else
         memcpy(to, hdr, hdr_len);
-    if (len)
+    if (len > 16) {
         memcpy(to + hdr_len, data, len);
+    } else if (len >= 8) {  /* two overlapping words: no libc call for tiny payloads */
+        memcpy(to + hdr_len, data, 8);
+        memcpy(to + hdr_len + len - 8, (const unsigned char *)data + len - 8, 8);
+    } else {
+        for (size_t i = 0; i < len; i++)
+            to[hdr_len + i] = ((const unsigned char *)data)[i];
+    }
 }
 
 /* Hand dest's open batch to the provider (or its queue, keeping order). */
@@ -441,8 +450,10 @@ static int send_bounced(int dest, const void *hdr, size_t hdr_len, const void *d
     return 0;
 }
 
-static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
-                   hashi_am_done_fn done, void *arg)
+/* Everything but the hot case of am_send: zero-copy sends, batches, bounce
+ * buffers, a refused inject. */
+static __attribute__((noinline)) int am_send_other(int dest, const void *hdr, size_t hdr_len, const void *data,
+                                                  size_t len, unsigned flags, hashi_am_done_fn done, void *arg)
 {
     size_t total = hdr_len + len;
     if (hdr_len > HASHI_AM_HDR_MAX || total > am.ops.max_send || (unsigned)dest >= (unsigned)hashi_job.size)
@@ -472,8 +483,6 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
             batch_close(dest);
         }
     }
-    /* The hot path (a ping-pong's every message): assembled on the stack and
-     * injected, complete before this returns. */
     if (total <= am.inject_max && hashi_ofi_queue_empty(0)) {
         unsigned char msg[INJECT_STACK];
         assemble(msg, hdr, hdr_len, data, len);
@@ -491,6 +500,44 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
         hashi_ofi.eagain_count++;
     }
     return send_bounced(dest, hdr, hdr_len, data, len, done, arg);
+}
+
+/*
+ * The hot case (a ping-pong's every message): a buffered small message that
+ * opens no batch, assembled on the stack and injected, complete before this
+ * returns. am.fast_max is 0 when the provider's inject size is smaller, and
+ * the test on the destination also covers the batch state: a send that
+ * follows another to the same peer within one gap between polls (a burst)
+ * takes am_send_other and batch_add.
+ */
+static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
+                   hashi_am_done_fn done, void *arg)
+{
+    size_t total = hdr_len + len;
+    if (__builtin_expect(!(flags & HASHI_AM_SEND_BUFFERED) || total > am.fast_max || hdr_len > HASHI_AM_HDR_MAX ||
+                         (unsigned)dest >= (unsigned)hashi_job.size || hashi_ofi.tx_pending.head, 0))
+        return am_send_other(dest, hdr, hdr_len, data, len, flags, done, arg);
+    if (am.coalesce_max) {
+        struct apeer *p = &am.peers[dest];
+        if (p->open || p->last_send_poll == am.polls)
+            return am_send_other(dest, hdr, hdr_len, data, len, flags, done, arg);
+        p->last_send_poll = am.polls;   /* the next send to dest before a poll opens a batch */
+    }
+    unsigned char msg[FAST_INJECT];
+    assemble(msg, hdr, hdr_len, data, len);
+    ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
+    if (__builtin_expect(rc != 0, 0)) {
+        if (rc != -FI_EAGAIN) {
+            hashi_ofi_warn("fi_inject", rc);
+            return -1;
+        }
+        hashi_ofi.eagain_count++;
+        return send_bounced(dest, hdr, hdr_len, data, len, done, arg);
+    }
+    hashi_wake_peer(dest);
+    if (done)
+        done(arg, 0);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ RMA */
@@ -620,15 +667,25 @@ static void rbuf_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e,
 
 static const struct ofi_op_class rbuf_class = { "fi_recvmsg (FI_MULTI_RECV)", 1, rbuf_post, rbuf_complete };
 
+/* A poll with batches open: they leave first; what this poll's completions
+ * send (ACK, FIN, CTS) leaves before it returns, so a rank that stops
+ * polling owes its peers nothing. */
+static __attribute__((noinline)) int am_progress_batched(void)
+{
+    int n = batches_close_all();
+    n += hashi_ofi_poll();
+    if (am.open_batches)
+        n += batches_close_all();
+    return n;
+}
+
 static int am_progress(void)
 {
-    /* Batches of the sends since the last poll leave first; what this
-     * poll's completions send (ACK, FIN, CTS) leaves before it returns, so a
-     * rank that stops polling owes its peers nothing. */
     am.polls++;
-    int n = am.open_batches ? batches_close_all() : 0;
-    n += hashi_ofi_progress();
-    if (am.open_batches)
+    if (__builtin_expect(am.open_batches != NULL, 0))
+        return am_progress_batched();
+    int n = hashi_ofi_poll();
+    if (__builtin_expect(am.open_batches != NULL, 0))
         n += batches_close_all();
     return n;
 }
@@ -674,6 +731,11 @@ int hashi_ofi_am_init(char *err, size_t errlen)
         }
         am.polls = 1;   /* no peer has had a send in the current gap yet */
     }
+    /* With coalescing, the hot path only takes messages batch_add would
+     * consider, so both keep the same burst state. */
+    am.fast_max = am.inject_max < FAST_INJECT ? am.inject_max : FAST_INJECT;
+    if (am.coalesce_max && am.fast_max > am.coalesce_max)
+        am.fast_max = am.coalesce_max;
     return 0;
 }
 

@@ -376,7 +376,7 @@ int hashi_ofi_unqueue(struct ofi_op *op)
     return 0;
 }
 
-static __attribute__((noinline)) int retry_queue(struct ofi_queue *q)
+static int retry_queue(struct ofi_queue *q)
 {
     int posted = 0;
     while (q->head) {
@@ -401,7 +401,10 @@ static __attribute__((noinline)) int retry_queue(struct ofi_queue *q)
     return posted;
 }
 
-#define CQ_BATCH 16
+int hashi_ofi_retry_queues(void)
+{
+    return retry_queue(&hashi_ofi.tx_pending) + retry_queue(&hashi_ofi.rx_pending);
+}
 
 /* One error completion (fi_cq_read said -FI_EAVAIL); 1 if there was one. */
 static __attribute__((noinline, cold)) int read_error_completion(void)
@@ -424,25 +427,34 @@ static __attribute__((noinline, cold)) int read_error_completion(void)
     return 1;
 }
 
+static inline void complete_one(const struct fi_cq_tagged_entry *e)
+{
+    struct ofi_op *op = e->op_context;
+    HASHI_DEBUG(4, "ofi device: completion of %s, %zu bytes, tag %#llx", op ? op->cls->name : "(none)", e->len,
+                (unsigned long long)e->tag);
+    if (op)
+        op->cls->complete(op, e, NULL);
+}
+
 /*
  * The completions after a first read that returned n (> 0, or an error):
  * hand them out, then read a few batches more at most, so one call cannot
  * starve its caller. Out of line: an idle poll never gets here.
  */
-static __attribute__((noinline)) int drain_cq(struct fi_cq_tagged_entry *ents, ssize_t n)
+int hashi_ofi_drain_cq(struct fi_cq_tagged_entry *ents, ssize_t n)
 {
+    /* One completion (a ping-pong's every message): no loop to set up. */
+    if (__builtin_expect(n == 1, 1)) {
+        complete_one(&ents[0]);
+        return 1;
+    }
     int events = 0;
     for (int round = 0;;) {
         if (n > 0) {
-            for (ssize_t i = 0; i < n; i++) {
-                struct ofi_op *op = ents[i].op_context;
-                HASHI_DEBUG(4, "ofi device: completion of %s, %zu bytes, tag %#llx",
-                            op ? op->cls->name : "(none)", ents[i].len, (unsigned long long)ents[i].tag);
-                if (op)
-                    op->cls->complete(op, &ents[i], NULL);
-            }
+            for (ssize_t i = 0; i < n; i++)
+                complete_one(&ents[i]);
             events += (int)n;
-            if (n < CQ_BATCH)
+            if (n < HASHI_OFI_CQ_BATCH)
                 break;
         } else if (n == -FI_EAVAIL) {
             if (!read_error_completion())
@@ -455,23 +467,14 @@ static __attribute__((noinline)) int drain_cq(struct fi_cq_tagged_entry *ents, s
         }
         if (++round == 4)
             break;
-        n = fi_cq_read(hashi_ofi.cq, ents, CQ_BATCH);
+        n = fi_cq_read(hashi_ofi.cq, ents, HASHI_OFI_CQ_BATCH);
     }
     return events;
 }
 
 int hashi_ofi_progress(void)
 {
-    int events = 0;
-    if (__builtin_expect(hashi_ofi.tx_pending.head != NULL, 0))
-        events += retry_queue(&hashi_ofi.tx_pending);
-    if (__builtin_expect(hashi_ofi.rx_pending.head != NULL, 0))
-        events += retry_queue(&hashi_ofi.rx_pending);
-    struct fi_cq_tagged_entry ents[CQ_BATCH];
-    ssize_t n = fi_cq_read(hashi_ofi.cq, ents, CQ_BATCH);
-    if (n == -FI_EAGAIN)
-        return events;
-    return events + drain_cq(ents, n);
+    return hashi_ofi_poll();
 }
 
 int hashi_ofi_mr_reg(void *buf, size_t len, struct fid_mr **mr, uint64_t *raddr, uint64_t *key)

@@ -1036,7 +1036,7 @@ static int t_cancel_recv(struct MPI_ABI_Request *req)
 
 static int t_progress(void)
 {
-    return hashi_ofi_progress();
+    return hashi_ofi_poll();
 }
 
 /* ------------------------------------------------------------ life cycle */
