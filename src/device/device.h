@@ -136,6 +136,10 @@ struct hashi_device_coll_ops {
      * declines types or ops it has no kernel for. */
     int (*allreduce)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                      struct MPI_ABI_Comm *comm);
+    /* As allreduce, the result at root only (recvbuf is significant there
+     * alone); at the root sendbuf may be recvbuf itself (MPI_IN_PLACE). */
+    int (*reduce)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                  struct MPI_ABI_Comm *comm);
     /* bytes_per_rank contiguous bytes for each rank, in rank order, in both
      * buffers; sendbuf is never MPI_IN_PLACE (the caller copies first). */
     int (*alltoall)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);

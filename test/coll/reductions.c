@@ -17,6 +17,7 @@
 #include "../util/check.h"
 
 #define SENTINEL 0xdeadbeefu
+#define MID 5003             /* 20 KiB of ints: a device's reduction reads it in place (HASHI_COLL_DEVICE_READ_MIN) */
 #define LARGE 20011          /* 80 KiB of ints: above the long-message thresholds */
 #define HUGE (262144 + 3)    /* ~1 MiB */
 
@@ -406,7 +407,8 @@ static void battery_case(MPI_Comm comm, const struct kind *k, long count, enum m
 /*
  * Sums on ints and the non-commutative matrix product in every mode; the
  * derived types (their layout is what they test) blocking; every root at
- * the small count.
+ * the small count (and the mid count for ints: a device's reduce reading
+ * contributions in place, in every position of the root).
  */
 static void battery(MPI_Comm comm, const long *counts, int ncounts, int modes)
 {
@@ -414,8 +416,8 @@ static void battery(MPI_Comm comm, const long *counts, int ncounts, int modes)
     for (int ci = 0; ci < ncounts; ci++) {
         long count = counts[ci];
         for (int m = 0; m < modes; m++) {
-            battery_case(comm, &K_INT, count, (enum mode)m, ci == 1);
-            battery_case(comm, &K_MAT, count, (enum mode)m, ci == 1);
+            battery_case(comm, &K_INT, count, (enum mode)m, count == 7 || count == MID);
+            battery_case(comm, &K_MAT, count, (enum mode)m, count == 7);
         }
         battery_case(comm, &K_VEC, count, BLOCKING, 0);
         battery_case(comm, &K_STRUCT, count, BLOCKING, 0);
@@ -442,8 +444,8 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     kinds_init();
 
-    static const long world_counts[] = { 1, 7, LARGE, 0 };
-    battery(MPI_COMM_WORLD, world_counts, 4, NMODES);
+    static const long world_counts[] = { 1, 7, MID, LARGE, 0 };
+    battery(MPI_COMM_WORLD, world_counts, 5, NMODES);
     test_allreduce(MPI_COMM_WORLD, &K_INT, HUGE, 0, BLOCKING);
     test_bcast(MPI_COMM_WORLD, &K_INT, HUGE, size - 1, BLOCKING);
 

@@ -73,13 +73,18 @@ struct dn_flag_area {
  * LLCM for the flat LLCM collectives. A ring of slots (2 .. DN_COLL_SLOTS_MAX,
  * as many as fit the LLCM), used in turn by the pair sequence (collectives in
  * which the two ranks exchanged data, counted on both sides), each the
- * payload (HASHI_DIMMNET_COLL_MAX bytes rounded up to DN_COLL_ALIGN) followed
- * by its flag word, which holds the full pair sequence of the data and is
- * stored after it (tiny writes of one initiator land in issue order).
+ * flag word, which holds the full pair sequence of the data and is stored
+ * after it (tiny writes of one initiator land in issue order), and at
+ * +DN_COLL_ALIGN the payload (HASHI_DIMMNET_COLL_MAX bytes rounded up to
+ * DN_COLL_ALIGN). When the LLCM has room, slots are whole cache lines from
+ * +64, so a payload of up to 48 bytes shares the line of its flag (the
+ * reader takes one miss); otherwise they are packed from +DN_COLL_HDR.
  *   +0                         ack: the last pair sequence at which the
- *                              source consumed a broadcast of ours
- *   +DN_COLL_HDR + j * slot    slot j = seq mod slots: payload, then the flag
- * slot = payload + DN_COLL_ALIGN; the area is rounded to 64 bytes.
+ *                              source consumed a broadcast or a
+ *                              reduction's contribution of ours
+ *   +hdr + j * slot            slot j = seq mod slots: the flag, the payload
+ * slot = DN_COLL_ALIGN + payload (rounded up to 64 bytes, hdr 64, when
+ * lined; hdr DN_COLL_HDR when packed); the area is rounded to 64 bytes.
  */
 #define DN_COLL_HDR 16
 #define DN_COLL_SLOTS_MAX 8   /* how far a broadcast root may run ahead */

@@ -1,9 +1,12 @@
 /*
  * LLCM collectives (docs/dimmnet.md, "LLCM collectives"): MPI_Barrier,
- * MPI_Bcast, MPI_Allreduce and MPI_Alltoall of small data on any
+ * MPI_Bcast, MPI_Allreduce, MPI_Reduce and MPI_Alltoall of small data on any
  * communicator whose members all share this node (emu transport), as
  * synchronisation variables and payloads stored by AOTF into the peers'
- * LLCM, like the DIMMnet DSM paper's flags.
+ * LLCM, like the DIMMnet DSM paper's flags. Reductions of larger vectors
+ * (as the caller offers them, docs/collectives.md) put only a key to the
+ * member's registered send buffer into the slot; the reader PULLs the data
+ * itself and acknowledges.
  *
  * Flat, one step: every rank stores its contribution into each peer's
  * collective area (the slot of its own local index there), the pair
@@ -58,6 +61,8 @@ static struct {
     size_t max_bytes;      /* HASHI_DIMMNET_COLL_MAX: payload bound per contribution */
     int max_ranks;         /* HASHI_DIMMNET_COLL_RANKS */
     size_t payload;        /* bytes of a slot's payload */
+    size_t slot_bytes;     /* flag word, payload; whole cache lines when they fit (dimmnet.h) */
+    size_t hdr;            /* the area's ack word up to the first slot */
     unsigned slots;        /* slots per area: a power of two, 2 .. DN_COLL_SLOTS_MAX */
     size_t base, stride;   /* the area of local index l: base + l * stride */
     int my_index;
@@ -69,6 +74,9 @@ static struct {
     uint64_t *seq;
     uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
     int rooted_barrier;    /* HASHI_DIMMNET_BARRIER_ALG=rooted */
+    void *scratch;         /* copies of peers' contributions read in place */
+    size_t scratch_len;
+    int *readers;          /* by comm rank: the members reading our offered buffer */
 } co;
 
 /* ------------------------------------------------------------ layout */
@@ -80,7 +88,7 @@ static uint64_t area_off(int index)
 
 static uint64_t slot_off(int index, uint64_t seq)
 {
-    return area_off(index) + DN_COLL_HDR + (seq & (co.slots - 1)) * (co.payload + DN_COLL_ALIGN);
+    return area_off(index) + co.hdr + (seq & (co.slots - 1)) * co.slot_bytes;
 }
 
 static uint64_t load(uint64_t offset)
@@ -91,7 +99,7 @@ static uint64_t load(uint64_t offset)
 /* What peer w stored for pair sequence seq in our LLCM. */
 static const unsigned char *data_from(int w, uint64_t seq)
 {
-    return co.llcm + slot_off(co.local_index[w], seq);
+    return co.llcm + slot_off(co.local_index[w], seq) + DN_COLL_ALIGN;
 }
 
 static void learn_done(int w, uint64_t k)
@@ -133,7 +141,8 @@ static int consumed(void *arg)
 }
 
 /* Our contribution for pair sequence seq into w's slot: payload words, then
- * the flag (issue order per peer makes the flag land last). A flag alone
+ * the flag (issue order per peer makes the flag land last; a payload of up
+ * to 48 bytes shares the flag's cache line, one miss for the reader). A flag alone
  * (barrier) may overwrite an unread flag: readers wait for ">= their
  * sequence", and the payload under it stays; a payload must wait until the
  * previous one in that slot was consumed. */
@@ -154,10 +163,10 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
     for (size_t i = 0; i < bytes && rc == MPI_SUCCESS; i += 8) {
         uint64_t v = 0;
         memcpy(&v, data + i, bytes - i < 8 ? bytes - i : 8);
-        rc = store(w, off + i, v);
+        rc = store(w, off + DN_COLL_ALIGN + i, v);
     }
     if (rc == MPI_SUCCESS)
-        rc = store(w, off + co.payload, seq);
+        rc = store(w, off, seq);
     if (bytes > 0)
         p->payload[seq & (co.slots - 1)] = p->newest = seq;
     return rc;
@@ -181,7 +190,7 @@ static int arrived(void *arg)
             continue;
         /* The full sequence, never a bit: a stale slot holds seq - slots
          * or less; a larger one is a later flag-only store over ours. */
-        if (load(slot_off(co.local_index[a->member[i]], a->seq[i]) + co.payload) < a->seq[i])
+        if (load(slot_off(co.local_index[a->member[i]], a->seq[i])) < a->seq[i])
             return 0;
         learn_done(a->member[i], a->seq[i] - 1);
     }
@@ -322,34 +331,231 @@ static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     return rc;
 }
 
-static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
-                        struct MPI_ABI_Comm *c)
+/* A reduction's contribution larger than a slot: the slot carries this and
+ * the reader copies the data straight from the member's send buffer. */
+struct reduce_desc {
+    struct hashi_tl_rkey rkey;   /* the send buffer, registered for the reader */
+};
+
+struct get_wait {
+    int done, status;
+};
+
+static void get_done(void *arg, int status)
+{
+    struct get_wait *g = arg;
+    g->status = status;
+    g->done = 1;
+}
+
+static int get_finished(void *arg)
+{
+    return ((const struct get_wait *)arg)->done;
+}
+
+/* Scratch for contributions read from peers (kept: reduces repeat). */
+static void *reduce_scratch(size_t bytes)
+{
+    if (bytes > co.scratch_len) {
+        void *p = realloc(co.scratch, bytes);
+        if (!p)
+            return NULL;
+        co.scratch = p;
+        co.scratch_len = bytes;
+    }
+    return co.scratch;
+}
+
+/* w's contribution for pair sequence seq into dst, read single-copy from
+ * w's send buffer (its descriptor is in our LLCM), then acknowledged: that
+ * frees the slot and w's buffer. Our own CMA read leaves the data in our
+ * cache, where a pushed message would leave it dirty in the sender's. */
+static int read_contribution(int w, uint64_t seq, void *dst, size_t bytes)
+{
+    struct reduce_desc d;
+    memcpy(&d, data_from(w, seq), sizeof d);
+    struct get_wait g = { 0, 0 };
+    int rc;
+    while ((rc = hashi_tl(w)->get(w, dst, bytes, NULL, &d.rkey, 0, get_done, &g)) == -EAGAIN)
+        hashi_dn_progress();
+    if (rc == 0 && !g.done)
+        hashi_progress_wait_until(get_finished, &g);
+    if (rc == 0)
+        rc = g.status;
+    if (rc != 0) {
+        hashi_log("dimmnet: reading rank %d's reduction contribution failed (%d)", w, rc);
+        return MPI_ERR_OTHER;
+    }
+    return store(w, area_off(co.my_index), seq);
+}
+
+/* Offer our send buffer to the members in readers[] (comm ranks; co.seq
+ * holds the pair sequences): register it, post its key into each reader's
+ * slot; *posted counts the readers told. withdraw() waits until each of them
+ * has read it (acknowledged) and deregisters. */
+static int offer(const unsigned char *mine, size_t bytes, const int *readers, int nreaders, struct hashi_tl_mem *mem,
+                 int *posted)
+{
+    *posted = 0;
+    if (hashi_transport_mem_reg((void *)(uintptr_t)mine, bytes, mem) != 0)
+        return MPI_ERR_NO_MEM;   /* not a decline: the readers wait for us */
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < nreaders && rc == MPI_SUCCESS; k++) {
+        int w = co.member[readers[k]];
+        struct reduce_desc d;
+        hashi_transport_rkey(mem, w, &d.rkey);
+        rc = post(w, co.seq[readers[k]], (const unsigned char *)&d, sizeof d);
+        if (rc == MPI_SUCCESS)
+            ++*posted;
+    }
+    return rc;
+}
+
+static void withdraw(const int *readers, int posted, struct hashi_tl_mem *mem)
+{
+    for (int k = 0; k < posted; k++) {
+        struct consumed_wait cw = { co.member[readers[k]], co.seq[readers[k]] };
+        if (!consumed(&cw))
+            hashi_progress_wait_until(consumed, &cw);
+    }
+    hashi_transport_mem_dereg(mem);
+}
+
+/* A reader's contribution i (comm rank) once it arrived: in the slot, or
+ * read into dst. */
+static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int in_slot, int *rc)
+{
+    int w = co.member[i];
+    wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+    if (in_slot)
+        return data_from(w, co.seq[i]);
+    *rc = read_contribution(w, co.seq[i], dst, bytes);
+    return dst;
+}
+
+/* The kernel for a reduction the device takes: a predefined op on an
+ * unpadded type (the kernels step by the extent). User functions take the
+ * generic path: it hands them the program's datatype, which a device never
+ * sees. NULL: decline. */
+static hashi_op_kernel_fn reduction_kernel(MPI_Datatype type, MPI_Op op, MPI_Count count, size_t *bytes)
 {
     const struct MPI_ABI_Datatype *t = hashi_type_get(type);
     const struct MPI_ABI_Op *o = hashi_op_get(op);
-    /* Predefined ops with a kernel, on unpadded types (the kernels step by
-     * the extent). User functions take the generic path: it hands them the
-     * program's datatype, which a device never sees. */
     if (!t || !o || !o->predefined || t->size != hashi_type_extent(t))
+        return NULL;
+    *bytes = (size_t)hashi_type_bytes(t, count);
+    return hashi_op_kernel((enum hashi_op_index)o->index, t->basic_type);
+}
+
+/*
+ * Flat, one step: every member's contribution to every other, in its slot
+ * (up to max_bytes) or, larger, offered in place (the caller offers those
+ * only where the generic choice would be recursive doubling). Every rank
+ * computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in op
+ * inout, so rank order holds and all results are bit-identical.
+ */
+static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                        struct MPI_ABI_Comm *c)
+{
+    size_t bytes = 0;
+    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
+    if (!fn || !flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    size_t bytes = (size_t)hashi_type_bytes(t, count);
-    hashi_op_kernel_fn fn = hashi_op_kernel((enum hashi_op_index)o->index, t->basic_type);
-    if (!fn || bytes > co.max_bytes || !flat_comm(c))
+    const unsigned char *mine = sendbuf;
+    unsigned char *acc = recvbuf;
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    if (bytes <= co.max_bytes) {
+        rc = exchange(c, mine, 0, bytes);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        memcpy(acc, n - 1 == me ? mine : data_from(co.member[n - 1], co.seq[n - 1]), bytes);
+        for (int i = n - 2; i >= 0; i--)
+            fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
+        hashi_dn_stats.coll_allreduces++;
+        return MPI_SUCCESS;
+    }
+    /* Readers in the order the slots are posted: the next rank first. */
+    int *readers = co.readers, nreaders = 0;
+    for (int k = 1; k < n; k++) {
+        int i = (me + k) % n;
+        co.seq[i] = ++co.peer[co.member[i]].seq;
+        readers[nreaders++] = i;
+    }
+    struct hashi_tl_mem mem;
+    int posted;
+    rc = offer(mine, bytes, readers, nreaders, &mem, &posted);
+    if (rc == MPI_SUCCESS) {
+        if (n - 1 == me)
+            memcpy(acc, mine, bytes);
+        else
+            contribution(n - 1, acc, bytes, 0, &rc);
+        unsigned char *tmp = reduce_scratch(bytes);
+        if (!tmp && rc == MPI_SUCCESS)
+            rc = MPI_ERR_NO_MEM;
+        for (int i = n - 2; i >= 0 && rc == MPI_SUCCESS; i--) {
+            const unsigned char *x = i == me ? mine : contribution(i, tmp, bytes, 0, &rc);
+            if (rc == MPI_SUCCESS)
+                fn(x, acc, (size_t)count);
+        }
+    }
+    withdraw(readers, posted, &mem);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_allreduces++;
+    return rc;
+}
+
+/*
+ * Flat, one step to the root: a member stores its contribution into the
+ * root's slot (up to max_bytes) and leaves, or, larger, offers its send
+ * buffer and waits until the root has read it. The root reduces each
+ * contribution into recvbuf, which starts as its own (sendbuf may be
+ * recvbuf: MPI_IN_PLACE), and acknowledges it, which frees the slot and
+ * the member's buffer. Predefined ops commute: the order is the arrival's.
+ */
+static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                     struct MPI_ABI_Comm *c)
+{
+    size_t bytes = 0;
+    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
+    if (!fn || !flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    const unsigned char *mine = (const unsigned char *)sendbuf + t->true_lb;
-    int rc = exchange(c, mine, 0, bytes);
-    if (rc != MPI_SUCCESS)
+    int in_slot = bytes <= co.max_bytes, n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    const unsigned char *mine = sendbuf;
+    if (me != root) {
+        co.seq[root] = ++co.peer[co.member[root]].seq;
+        if (in_slot)
+            return post(co.member[root], co.seq[root], mine, bytes);
+        struct hashi_tl_mem mem;
+        int posted;
+        rc = offer(mine, bytes, &root, 1, &mem, &posted);
+        withdraw(&root, posted, &mem);
         return rc;
-    /* x0 op (x1 op (... op x(n-1))) on every rank: the kernel computes
-     * inout = in op inout, so rank order holds and all results are
-     * bit-identical. */
-    int n = c->size, me = c->rank;
-    unsigned char *acc = (unsigned char *)recvbuf + t->true_lb;
-    memcpy(acc, n - 1 == me ? mine : data_from(co.member[n - 1], co.seq[n - 1]), bytes);
-    for (int i = n - 2; i >= 0; i--)
-        fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
-    hashi_dn_stats.coll_allreduces++;
-    return MPI_SUCCESS;
+    }
+    unsigned char *acc = recvbuf;
+    for (int i = 0; i < n; i++)
+        if (i != me)
+            co.seq[i] = ++co.peer[co.member[i]].seq;
+    unsigned char *tmp = in_slot ? NULL : reduce_scratch(bytes);
+    if (!in_slot && !tmp)
+        return MPI_ERR_NO_MEM;
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me + k) % n;
+        if (k == 1 && mine != acc && !in_slot) {
+            /* The first peer's data lands in recvbuf itself: acc = mine op it. */
+            contribution(i, acc, bytes, 0, &rc);
+            if (rc == MPI_SUCCESS)
+                fn(mine, acc, (size_t)count);
+            continue;
+        }
+        if (k == 1 && mine != acc)
+            memcpy(acc, mine, bytes);
+        const unsigned char *x = contribution(i, tmp, bytes, in_slot, &rc);
+        if (rc == MPI_SUCCESS)
+            fn(x, acc, (size_t)count);
+        if (rc == MPI_SUCCESS && in_slot)
+            rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
+    }
+    return rc;
 }
 
 static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
@@ -379,7 +585,20 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
     ops->bcast = coll ? dn_bcast : NULL;
     ops->allreduce = coll ? dn_allreduce : NULL;
     ops->alltoall = coll ? dn_alltoall : NULL;
+    ops->reduce = coll ? dn_reduce : NULL;
     ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
+}
+
+/* Sets the area layout for co.slots slots, in whole cache lines or packed;
+ * whether the areas of `local` ranks fit the LLCM. */
+static int layout_fits(int lines, int local, size_t llcm_size)
+{
+    co.hdr = lines ? 64 : DN_COLL_HDR;
+    co.slot_bytes = DN_COLL_ALIGN + co.payload;
+    if (lines)
+        co.slot_bytes = (co.slot_bytes + 63) & ~(size_t)63;
+    co.stride = (co.hdr + co.slots * co.slot_bytes + 63) & ~(size_t)63;
+    return co.base + (size_t)local * co.stride <= llcm_size;
 }
 
 int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
@@ -389,8 +608,9 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.local_index = malloc((size_t)n * sizeof *co.local_index);
     co.member = malloc((size_t)n * sizeof *co.member);
     co.seq = malloc((size_t)n * sizeof *co.seq);
+    co.readers = malloc((size_t)n * sizeof *co.readers);
     co.peer = calloc((size_t)n, sizeof *co.peer);
-    if (!co.local_index || !co.member || !co.seq || !co.peer) {
+    if (!co.local_index || !co.member || !co.seq || !co.readers || !co.peer) {
         snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
         hashi_dn_coll_finalize();
         return -1;
@@ -408,13 +628,13 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.base = (flags_end + 63) & ~(size_t)63;
     co.llcm = hashi_transport_llcm();
     size_t llcm_size = hashi_transport_llcm_size();
-    /* As many slots as fit, at least two: every rank of the node computes
-     * the same layout from the same parameters and local rank count. */
-    for (co.slots = DN_COLL_SLOTS_MAX; co.slots >= 2; co.slots /= 2) {
-        co.stride = (DN_COLL_HDR + co.slots * (co.payload + DN_COLL_ALIGN) + 63) & ~(size_t)63;
-        if (co.base + (size_t)local * co.stride <= llcm_size)
+    /* As many slots as fit, at least two, in whole cache lines if they fit
+     * (a small payload then shares its flag's line), else packed: every rank
+     * of the node computes the same layout from the same parameters and
+     * local rank count. */
+    for (co.slots = DN_COLL_SLOTS_MAX; co.slots >= 2; co.slots /= 2)
+        if (layout_fits(1, local, llcm_size) || layout_fits(0, local, llcm_size))
             break;
-    }
     co.flat = co.max_ranks >= 2 && co.slots >= 2;
     if (!co.flat && co.max_ranks >= 2)
         HASHI_DEBUG(1, "dimmnet: %d collective areas of 2 slots of %zu bytes do not fit the LLCM (%zu bytes, %zu "
@@ -433,5 +653,7 @@ void hashi_dn_coll_finalize(void)
     free(co.member);
     free(co.seq);
     free(co.peer);
+    free(co.scratch);
+    free(co.readers);
     memset(&co, 0, sizeof co);
 }

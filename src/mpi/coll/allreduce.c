@@ -142,17 +142,20 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
 }
 
 /*
- * The device's allreduce; HASHI_DEVICE_COLL_DECLINE when it has none or does
- * not take this case. Members may pass different datatypes with one type
- * signature, so the device sees the call as count' elements of the single
- * basic type the signature consists of (packed when the layout is not
- * contiguous, up to the device's max_bytes): the offer rests on the
- * signature, the op and the count alone, the same on every member.
+ * The device's allreduce (root < 0) or reduce; HASHI_DEVICE_COLL_DECLINE when
+ * it has none or does not take this case. Members may pass different
+ * datatypes with one type signature, so the device sees the call as count'
+ * elements of the single basic type the signature consists of (packed when
+ * the layout is not contiguous, up to the device's max_bytes): the offer
+ * rests on the signature, the op and the count alone, the same on every
+ * member. A reduce's root passes its contiguous buffer in place as is; its
+ * recvbuf means nothing elsewhere.
  */
-static int device_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
-                            const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
+int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.allreduce)
+    int is_root = root < 0 || root == c->rank;
+    if (root < 0 ? !hashi_device->coll.allreduce : !hashi_device->coll.reduce)
         return HASHI_DEVICE_COLL_DECLINE;
     MPI_Datatype basic = t->predefined ? type : t->basic_type;
     const struct MPI_ABI_Datatype *b = basic == MPI_DATATYPE_NULL ? NULL : hashi_type_get(basic);
@@ -161,22 +164,28 @@ static int device_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count,
     size_t bytes = (size_t)hashi_type_bytes(t, count);
     MPI_Count n = (MPI_Count)(bytes / (size_t)b->size);
     int contig = hashi_type_is_contig_count(t, count);
-    if (contig && sendbuf != MPI_IN_PLACE)
-        return hashi_device->coll.allreduce((const char *)sendbuf + t->true_lb, (char *)recvbuf + t->true_lb, n,
-                                            basic, op, c);
+    if (contig && (sendbuf != MPI_IN_PLACE || root >= 0)) {
+        const char *in = (const char *)(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf) + t->true_lb;
+        char *out = is_root ? (char *)recvbuf + t->true_lb : NULL;
+        return root < 0 ? hashi_device->coll.allreduce(in, out, n, basic, op, c)
+                        : hashi_device->coll.reduce(in, out, n, basic, op, root, c);
+    }
     if (bytes > hashi_device->coll.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
-    /* The device never sees MPI_IN_PLACE or a scattered layout: give it
-     * packed copies. A failed malloc is an error, not a decline, or this
-     * member alone would leave the device's path. */
+    /* The device never sees an allreduce's MPI_IN_PLACE or a scattered
+     * layout: give it packed copies. A failed malloc is an error, not a
+     * decline, or this member alone would leave the device's path. */
     char small_in[256], small_out[256];
     char *in = bytes <= sizeof small_in ? small_in : malloc(bytes);
-    char *out = contig ? (char *)recvbuf + t->true_lb : bytes <= sizeof small_out ? small_out : malloc(bytes);
+    char *out = !is_root ? NULL
+                : contig ? (char *)recvbuf + t->true_lb
+                : bytes <= sizeof small_out ? small_out : malloc(bytes);
     int rc = MPI_ERR_NO_MEM;
-    if (in && out) {
+    if (in && (out || !is_root)) {
         hashi_type_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, t, 0, in, bytes);
-        rc = hashi_device->coll.allreduce(in, out, n, basic, op, c);
-        if (rc == MPI_SUCCESS && !contig)
+        rc = root < 0 ? hashi_device->coll.allreduce(in, out, n, basic, op, c)
+                      : hashi_device->coll.reduce(in, out, n, basic, op, root, c);
+        if (rc == MPI_SUCCESS && is_root && !contig)
             hashi_type_unpack(recvbuf, count, t, 0, out, bytes);
     }
     if (in && in != small_in)
@@ -198,7 +207,10 @@ static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, vo
         if ((rc = hashi_coll_hier_allreduce(NULL, sendbuf, recvbuf, count, type, op, c)) != HASHI_COLL_FLAT)
             return rc == MPI_SUCCESS ? MPI_SUCCESS
                                      : hashi_err_comm(call->func, comm, rc, "the node-aware allreduce failed");
-        rc = device_allreduce(sendbuf, recvbuf, count, type, op, t, c);
+        rc = hashi_coll_device_reduction_ok(c, 1, (size_t)hashi_type_bytes(t, count), count,
+                                            hashi_op_is_commutative(op))
+                 ? hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, -1, t, c)
+                 : HASHI_DEVICE_COLL_DECLINE;
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)

@@ -156,6 +156,20 @@ enum hashi_alg_choice_for {
 enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c,
                                       size_t bytes, MPI_Count count, int commutative);
 
+/* Whether a blocking allreduce (else reduce) of `bytes` may go to the
+ * device: up to the device's max_bytes always (its slots beat every
+ * schedule); from HASHI_COLL_DEVICE_READ_MIN, both, where no hint or
+ * parameter names an algorithm and the schedule would be recursive doubling
+ * or the tree (the device's reductions are one step from every member to
+ * every reader, which the larger-vector algorithms beat). */
+int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, size_t bytes, MPI_Count count,
+                                   int commutative);
+
+/* The device's allreduce (root < 0) or reduce for a checked call: the
+ * device's result, or HASHI_DEVICE_COLL_DECLINE (allreduce.c). */
+int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c);
+
 /* ---- node-aware two-level algorithms (hier.c) ---- */
 
 /*

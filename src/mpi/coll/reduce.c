@@ -16,6 +16,8 @@
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
 
+#include "device/device.h"
+
 static int reduce_binomial(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype type, MPI_Op op, int root, const struct MPI_ABI_Comm *c)
 {
@@ -108,6 +110,15 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
     if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1 &&
         (rc = hashi_coll_hier_reduce(NULL, sendbuf, recvbuf, count, type, op, root, c)) != HASHI_COLL_FLAT)
         return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware reduce failed");
+    if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1 &&
+        hashi_coll_device_reduction_ok(c, 0, (size_t)hashi_type_bytes(t, count), count,
+                                       hashi_op_is_commutative(op))) {
+        rc = hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, root, t, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(func, comm, rc, "the device's reduce failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
     rc = s ? hashi_coll_build_reduce(s, sendbuf, recvbuf, count, type, op, root, c) : MPI_ERR_NO_MEM;
     return hashi_coll_call_finish(call, comm, s, rc);

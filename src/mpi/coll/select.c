@@ -24,6 +24,7 @@
 #include "mpi/coll/coll.h"
 #include "mpi/coll/coll_data.h"
 
+#include "device/device.h"
 #include "mpi/info.h"
 #include "runtime/params.h"
 
@@ -34,7 +35,7 @@ enum hier_mode { HIER_AUTO, HIER_ON, HIER_OFF };
 
 static struct {
     enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter, barrier;
-    size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long;
+    size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long, device_read_min;
     enum hier_mode hier;
     size_t hier_max;
 } conf;
@@ -78,6 +79,7 @@ static void conf_load(void)
     conf.allreduce_long = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_LONG);
     conf.allreduce_ring = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_RING);
     conf.reduce_scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_SCATTER_LONG);
+    conf.device_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_READ_MIN);
     conf.hier = hier_mode_named(hashi_param_str(HASHI_P_COLL_HIER));
     conf.hier_max = (size_t)hashi_param_int(HASHI_P_COLL_HIER_MAX);
     data_conf_load();
@@ -182,6 +184,20 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
         return alg;
     }
     return HASHI_ALG_AUTO;
+}
+
+int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, size_t bytes, MPI_Count count,
+                                   int commutative)
+{
+    pthread_once(&conf_once, conf_load);
+    if (bytes <= hashi_device->coll.max_bytes)
+        return 1;
+    if (!conf.device_read_min || bytes < conf.device_read_min)
+        return 0;
+    enum hashi_alg_choice_for coll = allreduce ? HASHI_CHOOSE_ALLREDUCE : HASHI_CHOOSE_REDUCE;
+    return override(c, coll) == HASHI_ALG_AUTO &&
+           hashi_coll_select(coll, c, bytes, count, commutative) ==
+               (allreduce ? HASHI_ALG_RECURSIVE_DOUBLING : HASHI_ALG_BINOMIAL);
 }
 
 /*
