@@ -12,6 +12,7 @@
  *
  * The primitives (the words of the DIMMnet paper in brackets):
  *   tiny_write   [AOTF]  1..8 bytes stored into the peer's LLCM
+ *   llcm_write           several bytes into a mapped peer LLCM (emu only), published by a tiny_write
  *   block_*      [BOTF]  header + payload, <= block_max, ordered per peer
  *   put / get    [PUSH / PULL]  single-copy RMA on registered memory
  *   notify               a 64-bit event delivered in order with blocks
@@ -132,6 +133,15 @@ struct hashi_tl_ops {
      * Returns 0, -EINVAL, or -EAGAIN (fabric queue full).
      */
     int (*tiny_write)(int peer, uint64_t offset, uint64_t value, unsigned size);
+    /*
+     * Several bytes into peer's LLCM at once, where the transport can store
+     * them directly (emu: plain copies into the peer's mapped LLCM); NULL
+     * where it cannot (fabric: the caller issues one tiny_write per word).
+     * Neither atomic nor waking: the caller publishes the bytes with a
+     * tiny_write (a flag) issued after it, which lands after them. Returns 0
+     * or -EINVAL (outside llcm_size).
+     */
+    int (*llcm_write)(int peer, uint64_t offset, const void *data, size_t len);
 
     /*
      * BOTF, in two steps like the hardware's window + kick. block_alloc

@@ -160,7 +160,16 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
     }
     uint64_t off = slot_off(co.my_index, seq);
     int rc = MPI_SUCCESS;
-    for (size_t i = 0; i < bytes && rc == MPI_SUCCESS; i += 8) {
+    const struct hashi_tl_ops *tl = hashi_tl(w);
+    if (bytes > 0 && tl->llcm_write) {
+        /* One copy, where word by word each store paid a call and the wake
+         * check's fence (256 bytes: 32 of them). */
+        if (tl->llcm_write(w, off + DN_COLL_ALIGN, data, bytes) != 0) {
+            hashi_log("dimmnet: LLCM collective store of %zu bytes to rank %d failed", bytes, w);
+            return MPI_ERR_OTHER;
+        }
+    }
+    for (size_t i = 0; i < bytes && rc == MPI_SUCCESS && !tl->llcm_write; i += 8) {
         uint64_t v = 0;
         memcpy(&v, data + i, bytes - i < 8 ? bytes - i : 8);
         rc = store(w, off + DN_COLL_ALIGN + i, v);

@@ -430,6 +430,17 @@ static int emu_tiny_write(int peer, uint64_t offset, uint64_t value, unsigned si
     return 0;
 }
 
+/* The peer reads these only after the flag tiny_write that follows (its
+ * release store orders them before it). */
+static int emu_llcm_write(int peer, uint64_t offset, const void *data, size_t len)
+{
+    if (offset > emu.cfg.llcm_size || len > emu.cfg.llcm_size - offset)
+        return -EINVAL;
+    struct emu_peer *p = &emu.peer[emu.local_of[peer]];
+    memcpy((unsigned char *)p->hdr + p->hdr->llcm_off + offset, data, len);
+    return 0;
+}
+
 const struct hashi_tl_ops hashi_tl_emu_ops = {
     .name = "emu",
     .id = HASHI_TL_EMU,
@@ -439,6 +450,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .finalize = emu_finalize,
     .progress = emu_progress,
     .tiny_write = emu_tiny_write,
+    .llcm_write = emu_llcm_write,
     .block_alloc = emu_block_alloc,
     .block_kick = emu_block_kick,
     .notify = emu_notify,
