@@ -214,6 +214,24 @@ static void test_tiny_sizes(void)
     CHECK(hashi_tl(right)->tiny_write(right, 0, 0, 3) == -EINVAL, "3-byte tiny write accepted");
     CHECK(hashi_tl(right)->tiny_write(right, 0, 0, 16) == -EINVAL, "16-byte tiny write accepted");
     CHECK(hashi_tl(right)->tiny_write(right, LLCM_SIZE - 4, 0, 8) == -EINVAL, "tiny write past the LLCM accepted");
+
+    /* llcm_write (emu only): 31 bytes behind the sizes above, published by a
+     * tiny write after them; the reader sees all of them once it sees the flag. */
+    const struct hashi_tl_ops *tl = hashi_tl(right);
+    CHECK(tl->id == HASHI_TL_EMU || !tl->llcm_write, "llcm_write on %s: only emu can store directly", tl->name);
+    if (!tl->llcm_write || !hashi_tl(left)->llcm_write)
+        return;
+    unsigned char bytes[31];
+    for (int i = 0; i < 31; i++)
+        bytes[i] = (unsigned char)(me * 31 + i + 1);
+    CHECK(tl->llcm_write(right, OFF_TINY(me) + 24, bytes, sizeof bytes) == 0, "llcm_write of 31 bytes");
+    CHECK(tl->tiny_write(right, OFF_TINY(me) + 56, 2, 8) == 0, "flag after llcm_write");
+    wait_llcm(OFF_TINY(left) + 56, 2);
+    for (int i = 0; i < 31; i++)
+        CHECK(b[24 + i] == (unsigned char)(left * 31 + i + 1), "llcm_write byte %d from rank %d is %02x", i, left,
+              b[24 + i]);
+    CHECK(b[23] == 0 && b[55] == 0, "llcm_write from rank %d touched a byte next to its range", left);
+    CHECK(tl->llcm_write(right, LLCM_SIZE - 8, bytes, 16) == -EINVAL, "llcm_write past the LLCM accepted");
 }
 
 static void test_tiny_atomic(void)
