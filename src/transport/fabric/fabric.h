@@ -154,6 +154,7 @@ struct fab_state {
     size_t owed_count;
     struct fab_queue done;          /* put / get completions to report */
     unsigned long eagain, credit_waits;  /* diagnostics */
+    unsigned long cq_reads, cq_empty_reads;  /* diagnostics: CQ reads, those that found it empty */
 };
 extern struct fab_state fab;
 
