@@ -966,11 +966,11 @@ static uint32_t job_pgid(void)
  * 1 MiB, 12 MiB for 4 ranks. */
 #define DN_BOTF_MAX_EMU_FEW 16384
 #define DN_EMU_HUGE_BLOCK_RANKS 4
-/* Two ranks alone on the node: 64 KiB (a ring of 64 takes 4 MiB, 8 MiB in
- * all); 32 / 64 KiB ping-pong 9.4 / 10.2 -> 5.6 / 9.8 us, window 5.1 / 5.9 ->
- * 9.1 / 9.3 GB/s. The receive buffers grow to match (the core's eager
- * messages must fit one). */
-#define DN_BOTF_MAX_EMU_PAIR 65536
+/* Not 64 KiB, even for 2 ranks: 32 / 64 KiB messages gain (ping-pong 9.4 /
+ * 10.2 -> 5.6 / 9.8 us, window 5.1 / 5.9 -> 9.1 / 9.3 GB/s), but with slots
+ * 64 KiB apart an 8-byte window costs 240-268 ns per message against 181-186
+ * with 4 or 16 KiB slots (quiet machine; 16 slots no better). Records that
+ * span several small slots would give both (docs/dimmnet.md, "Not done"). */
 /* Largest block to a fabric peer: every peer's receive buffers at a rank
  * hold HASHI_FABRIC_CREDITS of them (64 x 64 KiB = 4 MiB per peer). */
 #define DN_NET_BLOCK_MAX 65536
@@ -1008,15 +1008,12 @@ static int dn_init(char *err, size_t errlen)
     int emu_only = all_peers_on_emu();
     int few_on_emu = emu_only && hashi_job.local_size <= DN_EMU_HUGE_BLOCK_RANKS &&
                      !hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX);
-    int64_t few_block = hashi_job.local_size <= 2 ? DN_BOTF_MAX_EMU_PAIR : DN_BOTF_MAX_EMU_FEW;
     if (!hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX) && emu_only)
-        eager = few_on_emu ? few_block : DN_EAGER_MAX_EMU;
-    if (few_on_emu && !hashi_param_is_set(HASHI_P_DIMMNET_RECV_BUF_SIZE) && buf_payload < eager)
-        buf_payload = eager;
+        eager = few_on_emu ? DN_BOTF_MAX_EMU_FEW : DN_EAGER_MAX_EMU;
     if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !emu_only)
         botf = DN_BOTF_MAX_FABRIC;
     else if (few_on_emu)
-        botf = few_block;
+        botf = DN_BOTF_MAX_EMU_FEW;
     else if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && hashi_job.local_size <= DN_EMU_BIG_BLOCK_RANKS)
         botf = DN_BOTF_MAX_EMU;
     if (eager < 0)
