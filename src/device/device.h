@@ -143,6 +143,9 @@ struct hashi_device_coll_ops {
     /* bytes_per_rank contiguous bytes for each rank, in rank order, in both
      * buffers; sendbuf is never MPI_IN_PLACE (the caller copies first). */
     int (*alltoall)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);
+    /* bytes_per_rank contiguous bytes from this rank in sendbuf, every rank's
+     * in rank order in recvbuf; sendbuf is never MPI_IN_PLACE. */
+    int (*allgather)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);
     /* The most bytes (bcast: the message, allreduce: the vector, alltoall:
      * one rank's block) the device takes; it declines anything larger. A
      * caller packs non-contiguous data for the device up to this size only,

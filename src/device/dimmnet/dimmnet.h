@@ -95,7 +95,7 @@ struct dn_stats {
     uint64_t aotf, botf, botf_packets, window[2], push, pull, put, area_requests;
     uint64_t credit_waits, ring_waits, notices_in, blocks_in, barriers;
     /* LLCM collectives (barriers above counts both barrier kinds) */
-    uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits;
+    uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits, coll_allgathers;
 };
 
 /* Shared between the device's files. */

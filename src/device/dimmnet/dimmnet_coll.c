@@ -598,6 +598,23 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
     return MPI_SUCCESS;
 }
 
+/* Allgather: the alltoall's one step with the same block to every member. */
+static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
+{
+    if (bytes_per_rank > co.max_bytes || !flat_comm(c))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = exchange(c, sendbuf, 0, bytes_per_rank);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int n = c->size, me = c->rank;
+    unsigned char *out = recvbuf;
+    for (int i = 0; i < n; i++)
+        memcpy(out + (size_t)i * bytes_per_rank, i == me ? sendbuf : data_from(co.member[i], co.seq[i]),
+               bytes_per_rank);
+    hashi_dn_stats.coll_allgathers++;
+    return MPI_SUCCESS;
+}
+
 /* ------------------------------------------------------------ set-up */
 
 void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
@@ -607,6 +624,7 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
     ops->bcast = coll ? dn_bcast : NULL;
     ops->allreduce = coll ? dn_allreduce : NULL;
     ops->alltoall = coll ? dn_alltoall : NULL;
+    ops->allgather = coll ? dn_allgather : NULL;
     ops->reduce = coll ? dn_reduce : NULL;
     ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
 }

@@ -15,6 +15,8 @@
  */
 #include "mpi/coll/coll_data.h"
 
+#include "device/device.h"
+
 #include <stdlib.h>
 
 /* Where rank i's block sits in recvbuf. */
@@ -187,6 +189,43 @@ int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm 
     return build_allgather(s, c, sendbuf, scount, stype, &l);
 }
 
+/*
+ * The device's allgather (blocking MPI_Allgather): one block out, n in rank
+ * order, as contiguous bytes; other layouts and MPI_IN_PLACE's input are
+ * packed up to the device's max_bytes, so the byte count alone decides,
+ * equally on every member. HASHI_DEVICE_COLL_DECLINE when it has none or
+ * declines.
+ */
+static int device_allgather(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
+                            MPI_Count rcount, const struct MPI_ABI_Datatype *rt, struct MPI_ABI_Comm *c)
+{
+    size_t blk = (size_t)hashi_type_bytes(rt, rcount);
+    int n = c->size;
+    if (!hashi_device->coll.allgather || n < 2 || blk == 0 || blk > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    size_t total = blk * (size_t)n;
+    MPI_Aint rext = hashi_type_extent(rt);
+    int send_packed = sendbuf == MPI_IN_PLACE || !hashi_type_is_contig_count(st, scount);
+    int recv_packed = !hashi_type_is_contig_count(rt, rcount * n);
+    char small[512];
+    size_t need = (send_packed ? blk : 0) + (recv_packed ? total : 0);
+    char *tmp = need <= sizeof small ? small : malloc(need);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    if (sendbuf == MPI_IN_PLACE)
+        hashi_type_pack((char *)recvbuf + (MPI_Aint)c->rank * rcount * rext, rcount, rt, 0, tmp, blk);
+    else if (send_packed)
+        hashi_type_pack(sendbuf, scount, st, 0, tmp, blk);
+    const char *src = send_packed ? tmp : (const char *)sendbuf + st->true_lb;
+    char *dst = recv_packed ? tmp + (send_packed ? blk : 0) : (char *)recvbuf + rt->true_lb;
+    int rc = hashi_device->coll.allgather(src, dst, blk, c);
+    if (rc == MPI_SUCCESS && recv_packed)
+        hashi_type_unpack(recvbuf, rcount * n, rt, 0, dst, total);
+    if (tmp != small)
+        free(tmp);
+    return rc;
+}
+
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                      void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                      MPI_Datatype rtype, MPI_Comm comm, int is_v)
@@ -211,6 +250,13 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
             return rc;
     }
 
+    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
+        rc = device_allgather(sendbuf, scount, st, recvbuf, rcount, rt, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's allgather failed");
+    }
     if (call->mode == HASHI_COLL_BLOCKING && !is_v &&
         (rc = hashi_coll_hier_allgather(NULL, sendbuf, scount, stype, recvbuf, rcount, rtype, c)) != HASHI_COLL_FLAT)
         return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(call->func, comm, rc, "the node-aware allgather failed");
