@@ -203,27 +203,14 @@ static int device_allgather(const void *sendbuf, MPI_Count scount, const struct 
     int n = c->size;
     if (!hashi_device->coll.allgather || n < 2 || blk == 0 || blk > hashi_device->coll.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
-    size_t total = blk * (size_t)n;
-    MPI_Aint rext = hashi_type_extent(rt);
-    int send_packed = sendbuf == MPI_IN_PLACE || !hashi_type_is_contig_count(st, scount);
-    int recv_packed = !hashi_type_is_contig_count(rt, rcount * n);
-    char small[512];
-    size_t need = (send_packed ? blk : 0) + (recv_packed ? total : 0);
-    char *tmp = need <= sizeof small ? small : malloc(need);
-    if (!tmp)
-        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
-    if (sendbuf == MPI_IN_PLACE)
-        hashi_type_pack((char *)recvbuf + (MPI_Aint)c->rank * rcount * rext, rcount, rt, 0, tmp, blk);
-    else if (send_packed)
-        hashi_type_pack(sendbuf, scount, st, 0, tmp, blk);
-    const char *src = send_packed ? tmp : (const char *)sendbuf + st->true_lb;
-    char *dst = recv_packed ? tmp + (send_packed ? blk : 0) : (char *)recvbuf + rt->true_lb;
-    int rc = hashi_device->coll.allgather(src, dst, blk, c);
-    if (rc == MPI_SUCCESS && recv_packed)
-        hashi_type_unpack(recvbuf, rcount * n, rt, 0, dst, total);
-    if (tmp != small)
-        free(tmp);
-    return rc;
+    /* In place, this rank's block of recvbuf is the input. */
+    struct hashi_coll_device_side send =
+        sendbuf == MPI_IN_PLACE
+            ? (struct hashi_coll_device_side){ (char *)recvbuf + (MPI_Aint)c->rank * rcount * hashi_type_extent(rt),
+                                               rcount, rt, blk, 1 }
+            : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
+    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, blk * (size_t)n, 0 };
+    return hashi_coll_device_blocks(hashi_device->coll.allgather, &send, &recv, blk, c);
 }
 
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,

@@ -232,25 +232,12 @@ static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct M
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size;
     size_t total = blk * (size_t)n;
-    int send_packed = sendbuf == MPI_IN_PLACE || !hashi_type_is_contig_count(st, scount * n);
-    int recv_packed = !hashi_type_is_contig_count(rt, rcount * n);
-    char small[512];
-    size_t need = (send_packed ? total : 0) + (recv_packed ? total : 0);
-    char *tmp = need <= sizeof small ? small : malloc(need);
-    if (!tmp)
-        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
-    if (sendbuf == MPI_IN_PLACE)
-        hashi_type_pack(recvbuf, rcount * n, rt, 0, tmp, total);
-    else if (send_packed)
-        hashi_type_pack(sendbuf, scount * n, st, 0, tmp, total);
-    const char *src = send_packed ? tmp : (const char *)sendbuf + st->true_lb;
-    char *dst = recv_packed ? tmp + (send_packed ? total : 0) : (char *)recvbuf + rt->true_lb;
-    int rc = hashi_device->coll.alltoall(src, dst, blk, c);
-    if (rc == MPI_SUCCESS && recv_packed)
-        hashi_type_unpack(recvbuf, rcount * n, rt, 0, dst, total);
-    if (tmp != small)
-        free(tmp);
-    return rc;
+    /* In place, recvbuf is also the input. */
+    struct hashi_coll_device_side send = sendbuf == MPI_IN_PLACE
+                                             ? (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 1 }
+                                             : (struct hashi_coll_device_side){ (void *)sendbuf, scount * n, st, total, 0 };
+    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, total, 0 };
+    return hashi_coll_device_blocks(hashi_device->coll.alltoall, &send, &recv, blk, c);
 }
 
 /* ---- the three calls ---- */

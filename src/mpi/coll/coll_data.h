@@ -169,4 +169,23 @@ static inline MPI_Datatype hashi_blocks_type(const struct hashi_coll_blocks *b, 
 /* Bytes of data in block i. */
 size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i);
 
+/* ---- the device's block collectives (alltoall, allgather) ---- */
+
+/* One side of a device call: count elements of type at buf, which are bytes
+ * long; packed into a temporary unless contiguous (always when must_pack:
+ * an MPI_IN_PLACE input the device must not read where it writes). */
+struct hashi_coll_device_side {
+    void *buf;
+    MPI_Count count;
+    const struct MPI_ABI_Datatype *type;
+    size_t bytes;
+    int must_pack;
+};
+/* Run op (a hashi_device->coll entry taking contiguous bytes) on send and
+ * recv, packing and unpacking where the layouts need it; blk is the
+ * per-rank block. op's result, or MPI_ERR_NO_MEM. */
+int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),
+                             const struct hashi_coll_device_side *send, const struct hashi_coll_device_side *recv,
+                             size_t blk, struct MPI_ABI_Comm *c);
+
 #endif

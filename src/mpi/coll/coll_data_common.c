@@ -173,3 +173,26 @@ int hashi_coll_is_root(MPI_Comm comm, int root)
     const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
     return c && c->rank == root;
 }
+
+int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),
+                             const struct hashi_coll_device_side *send, const struct hashi_coll_device_side *recv,
+                             size_t blk, struct MPI_ABI_Comm *c)
+{
+    int send_packed = send->must_pack || !hashi_type_is_contig_count(send->type, send->count);
+    int recv_packed = !hashi_type_is_contig_count(recv->type, recv->count);
+    char small[512];
+    size_t need = (send_packed ? send->bytes : 0) + (recv_packed ? recv->bytes : 0);
+    char *tmp = need <= sizeof small ? small : malloc(need);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    if (send_packed)
+        hashi_type_pack(send->buf, send->count, send->type, 0, tmp, send->bytes);
+    const char *src = send_packed ? tmp : (const char *)send->buf + send->type->true_lb;
+    char *dst = recv_packed ? tmp + (send_packed ? send->bytes : 0) : (char *)recv->buf + recv->type->true_lb;
+    int rc = op(src, dst, blk, c);
+    if (rc == MPI_SUCCESS && recv_packed)
+        hashi_type_unpack(recv->buf, recv->count, recv->type, 0, dst, recv->bytes);
+    if (tmp != small)
+        free(tmp);
+    return rc;
+}
