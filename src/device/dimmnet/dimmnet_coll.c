@@ -168,11 +168,12 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
             hashi_log("dimmnet: LLCM collective store of %zu bytes to rank %d failed", bytes, w);
             return MPI_ERR_OTHER;
         }
-    }
-    for (size_t i = 0; i < bytes && rc == MPI_SUCCESS && !tl->llcm_write; i += 8) {
-        uint64_t v = 0;
-        memcpy(&v, data + i, bytes - i < 8 ? bytes - i : 8);
-        rc = store(w, off + DN_COLL_ALIGN + i, v);
+    } else {
+        for (size_t i = 0; i < bytes && rc == MPI_SUCCESS; i += 8) {
+            uint64_t v = 0;
+            memcpy(&v, data + i, bytes - i < 8 ? bytes - i : 8);
+            rc = store(w, off + DN_COLL_ALIGN + i, v);
+        }
     }
     if (rc == MPI_SUCCESS)
         rc = store(w, off, seq);

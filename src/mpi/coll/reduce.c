@@ -107,13 +107,13 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
         rc = hashi_coll_check_buffer(func, comm, sendbuf, count, t, "sendbuf");
     if (rc != MPI_SUCCESS)
         return rc;
-    if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1 &&
-        (rc = hashi_coll_hier_reduce(NULL, sendbuf, recvbuf, count, type, op, root, c)) != HASHI_COLL_FLAT)
-        return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware reduce failed");
-    if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1 &&
-        hashi_coll_device_reduction_ok(c, 0, (size_t)hashi_type_bytes(t, count), count,
-                                       hashi_op_is_commutative(op))) {
-        rc = hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, root, t, c);
+    if (call->mode == HASHI_COLL_BLOCKING && count > 0 && c->size > 1) {
+        if ((rc = hashi_coll_hier_reduce(NULL, sendbuf, recvbuf, count, type, op, root, c)) != HASHI_COLL_FLAT)
+            return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware reduce failed");
+        rc = hashi_coll_device_reduction_ok(c, 0, (size_t)hashi_type_bytes(t, count), count,
+                                            hashi_op_is_commutative(op))
+                 ? hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, root, t, c)
+                 : HASHI_DEVICE_COLL_DECLINE;
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)

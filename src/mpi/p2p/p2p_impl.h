@@ -80,7 +80,6 @@ struct hashi_p2p_state {
     int tag_ub;
     int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);
     int hook_count;
-    int (*device_progress)(void);  /* hashi_device->p2p.progress, one load nearer */
     struct hashi_bsend_buffer process_buffer;   /* MPI_Buffer_attach */
     struct hashi_comm_buffer *comm_buffers;
 };

@@ -20,7 +20,7 @@
 
 int hashi_progress_poll(void)
 {
-    int done = hashi_p2p.device_progress();
+    int done = hashi_device->p2p.progress();
     /* Most of the time no engine is registered: the device's poll is all. */
     if (__builtin_expect(hashi_p2p.hook_count == 0, 1))
         return done;
@@ -175,7 +175,6 @@ void hashi_p2p_init(void)
     hashi_p2p.tag_ub = hashi_device->p2p.tag_ub > HASHI_P2P_DEFAULT_TAG_UB ? hashi_device->p2p.tag_ub
                                                                            : HASHI_P2P_DEFAULT_TAG_UB;
     atomic_init(&hashi_p2p.sends_in_flight, 0);
-    hashi_p2p.device_progress = hashi_device->p2p.progress;
     p2p_requests_init();
     HASHI_DEBUG(2, "p2p: waits spin %ld idle polls, then %s; tag_ub %d, eager limit %zu",
                 hashi_p2p.spin_limit, hashi_wake_enabled() ? "sleep (oversubscribed)" : "yield",
