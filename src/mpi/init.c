@@ -11,7 +11,6 @@
 #include "runtime/wake.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +155,7 @@ int hashi_impl_Finalize(void)
         hashi_progress_wait_until(fence_released, (void *)&fenced);
         /* PMIx's thread is still inside its callback, waking this rank:
          * let it leave before the wake words go (hashi_wake_detach). */
-        while (atomic_load(&fenced) != HASHI_RT_FENCE_FINISHED)
-            sched_yield();
+        hashi_rt_fence_finish(&fenced);
     }
     hashi_comms_finalize();
     hashi_sched_release_memory();

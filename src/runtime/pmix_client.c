@@ -283,6 +283,12 @@ int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen)
     return 0;
 }
 
+void hashi_rt_fence_finish(_Atomic int *done)
+{
+    while (atomic_load(done) != HASHI_RT_FENCE_FINISHED)
+        sched_yield();
+}
+
 int hashi_rt_exchange(char *err, size_t errlen)
 {
     if (PMIx_Commit() != PMIX_SUCCESS) {

@@ -60,5 +60,9 @@ int hashi_rt_fence(char *err, size_t errlen);
 #define HASHI_RT_FENCE_RELEASED 1
 #define HASHI_RT_FENCE_FINISHED 2
 int hashi_rt_fence_start(_Atomic int *done, char *err, size_t errlen);
+/* After *done was seen released: wait (yielding) until PMIx's thread has left
+ * the callback, which writes *done once more. Every caller must, before *done
+ * goes out of scope or the wake words are unmapped. */
+void hashi_rt_fence_finish(_Atomic int *done);
 
 #endif

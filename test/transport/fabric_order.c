@@ -323,6 +323,8 @@ static void fence_progressing(void)
     CHECK(hashi_rt_fence_start(&fenced, err, sizeof err) == 0, "%s", err);
     while (!atomic_load(&fenced))
         hashi_transport_wait(poll_once, 1000);
+    /* `fenced` lives on this stack: PMIx's callback writes it once more. */
+    hashi_rt_fence_finish(&fenced);
 }
 
 static int flood_complete(uint64_t n)
