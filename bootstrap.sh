@@ -50,8 +50,12 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt con
 fi
 mkdir -p "$BUILD"
 cd "$BUILD"
+# A build configured before valgrind was installed lacks memcheck's
+# annotations (src/runtime/valgrind.h), which the memcheck tests need.
 if [ ! -f Makefile ] || [ "$top/configure" -nt config.status ] \
-   || ! grep -q -- "--prefix=$PREFIX" config.status 2>/dev/null; then
+   || ! grep -q -- "--prefix=$PREFIX" config.status 2>/dev/null \
+   || { [ -f /usr/include/valgrind/memcheck.h ] \
+        && ! grep -q HAVE_VALGRIND_MEMCHECK_H config/hashi_config.h 2>/dev/null; }; then
     say "configure --prefix=$PREFIX"
     "$top/configure" --prefix="$PREFIX" --enable-werror -q
 fi

@@ -158,6 +158,8 @@ static void test_reduce_local(void)
 #define LOC_CASE(V, I, MPIT)                                                                 \
     do {                                                                                     \
         struct { V value; I index; } in[3], out[3];                                          \
+        /* The pair's padding (long double's 6 unused bytes) travels too. */                 \
+        memset(in, 0, sizeof in);                                                            \
         for (int i = 0; i < 3; i++) {                                                        \
             in[i].value = (V)LOC_VALUE(rank, i);                                             \
             in[i].index = (I)(size - rank);                                                  \

@@ -40,6 +40,7 @@
 #include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/rt.h"
+#include "runtime/valgrind.h"
 #include "runtime/wake.h"
 
 #include <mpi.h>
@@ -267,8 +268,12 @@ static void complete_recv(struct MPI_ABI_Request *req)
     struct am_recv_state *r = recv_state(req);
     if (r->cookie)
         hashi_cookie_free(&core.cookies, r->cookie);
-    if (r->mem)
+    if (r->mem) {
+        /* Offered to the sender's put: its bytes came in by the peer's own
+         * single-copy write. */
         core.am->mem_dereg(r->mem);
+        hashi_vg_written_by_peer(req->dev_buf, r->want);
+    }
     r->cookie = 0;
     r->mem = NULL;
     req->status.MPI_SOURCE = r->source;

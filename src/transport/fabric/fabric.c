@@ -1017,6 +1017,9 @@ static int make_slots(char *err, size_t errlen)
         snprintf(err, errlen, "fabric transport: out of memory for %zu send slots", res.nslots);
         return -1;
     }
+    /* A message goes out padded to 8 bytes: the padding must hold our bytes,
+     * never uninitialised heap (and the pages are faulted in now). */
+    memset(res.slab, 0, res.slot_stride * res.nslots);
     if (fab.mr_local && fab_mem_register(res.slab, res.slot_stride * res.nslots, &res.slab_mem) != 0) {
         snprintf(err, errlen, "fabric transport: registering the send slots failed");
         return -1;
