@@ -160,6 +160,12 @@ static int set_job_env(struct job *job)
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (envv_set(&job->env, vars[i].name, strlen(vars[i].name), vars[i].value) != 0)
             return -1;
+    /* An explicit --bind-to none also keeps oversubscribed ranks from
+     * binding themselves (runtime/topo.c). */
+    static const char no_self_bind[] = "HASHI_OVERSUBSCRIBED_BIND";
+    if (job->opt->bind == BIND_NONE &&
+        envv_set(&job->env, no_self_bind, sizeof no_self_bind - 1, "0") != 0)
+        return -1;
     return 0;
 }
 
