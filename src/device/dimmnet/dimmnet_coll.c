@@ -3,10 +3,10 @@
  * MPI_Bcast, MPI_Allreduce, MPI_Reduce and MPI_Alltoall of small data on any
  * communicator whose members all share this node (emu transport), as
  * synchronisation variables and payloads stored by AOTF into the peers'
- * LLCM, like the DIMMnet DSM paper's flags. Reductions of larger vectors
- * (as the caller offers them, docs/collectives.md) put only a key to the
- * member's registered send buffer into the slot; the reader PULLs the data
- * itself and acknowledges.
+ * LLCM, like the DIMMnet DSM paper's flags. Larger data (reductions,
+ * broadcasts, allgather and alltoall blocks, as the caller offers them,
+ * docs/collectives.md) puts only a key to the member's registered buffer
+ * into the slot; the reader PULLs the data itself and acknowledges.
  *
  * Flat, one step: every rank stores its contribution into each peer's
  * collective area (the slot of its own local index there), the pair
@@ -330,12 +330,16 @@ static int dn_barrier(struct MPI_ABI_Comm *c)
     return rc;
 }
 
+static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c);
+
 static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
 {
-    if (bytes > co.max_bytes || !flat_comm(c))
+    if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
-    if (me == root) {
+    if (bytes > co.max_bytes)
+        rc = bcast_offered(buf, bytes, root, c);
+    else if (me == root) {
         /* Pair sequences move only between the root and each receiver. */
         for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
             int w = co.member[(root + k) % n];
@@ -354,10 +358,11 @@ static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     return rc;
 }
 
-/* A reduction's contribution larger than a slot: the slot carries this and
- * the reader copies the data straight from the member's send buffer. */
-struct reduce_desc {
-    struct hashi_tl_rkey rkey;   /* the send buffer, registered for the reader */
+/* Data larger than a slot (a reduction's contribution, a broadcast, the
+ * blocks of an allgather or alltoall): the slot carries this and the reader
+ * copies the data straight from the member's buffer. */
+struct offer_desc {
+    struct hashi_tl_rkey rkey;   /* the buffer, registered for the reader */
 };
 
 struct get_wait {
@@ -389,24 +394,28 @@ static void *reduce_scratch(size_t bytes)
     return co.scratch;
 }
 
-/* w's contribution for pair sequence seq into dst, read single-copy from
- * w's send buffer (its descriptor is in our LLCM), then acknowledged: that
- * frees the slot and w's buffer. Our own CMA read leaves the data in our
- * cache, where a pushed message would leave it dirty in the sender's. */
-static int read_contribution(int w, uint64_t seq, void *dst, size_t bytes)
+/* Bytes [offset, offset + bytes) of the buffer member i (comm rank) offers
+ * us for pair sequence co.seq[i], once its key arrived, read single-copy
+ * into dst, then acknowledged: that frees the slot and, with every reader's
+ * ack, i's buffer. Our own CMA read leaves the data in our cache, where a
+ * pushed message would leave it dirty in the sender's. */
+static int read_offered(int i, void *dst, size_t bytes, uint64_t offset)
 {
-    struct reduce_desc d;
+    int w = co.member[i];
+    uint64_t seq = co.seq[i];
+    wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+    struct offer_desc d;
     memcpy(&d, data_from(w, seq), sizeof d);
     struct get_wait g = { 0, 0 };
     int rc;
-    while ((rc = hashi_tl(w)->get(w, dst, bytes, NULL, &d.rkey, 0, get_done, &g)) == -EAGAIN)
+    while ((rc = hashi_tl(w)->get(w, dst, bytes, NULL, &d.rkey, offset, get_done, &g)) == -EAGAIN)
         hashi_dn_progress();
     if (rc == 0 && !g.done)
         hashi_progress_wait_until(get_finished, &g);
     if (rc == 0)
         rc = g.status;
     if (rc != 0) {
-        hashi_log("dimmnet: reading rank %d's reduction contribution failed (%d)", w, rc);
+        hashi_log("dimmnet: reading %zu bytes offered by rank %d failed (%d)", bytes, w, rc);
         return MPI_ERR_OTHER;
     }
     return store(w, area_off(co.my_index), seq);
@@ -425,7 +434,7 @@ static int offer(const unsigned char *mine, size_t bytes, const int *readers, in
     int rc = MPI_SUCCESS;
     for (int k = 0; k < nreaders && rc == MPI_SUCCESS; k++) {
         int w = co.member[readers[k]];
-        struct reduce_desc d;
+        struct offer_desc d;
         hashi_transport_rkey(mem, w, &d.rkey);
         rc = post(w, co.seq[readers[k]], (const unsigned char *)&d, sizeof d);
         if (rc == MPI_SUCCESS)
@@ -448,12 +457,68 @@ static void withdraw(const int *readers, int posted, struct hashi_tl_mem *mem)
  * read into dst. */
 static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int in_slot, int *rc)
 {
-    int w = co.member[i];
+    if (!in_slot) {
+        *rc = read_offered(i, dst, bytes, 0);
+        return dst;
+    }
     wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-    if (in_slot)
-        return data_from(w, co.seq[i]);
-    *rc = read_contribution(w, co.seq[i], dst, bytes);
-    return dst;
+    return data_from(co.member[i], co.seq[i]);
+}
+
+/* Every other member of c as a reader of our buffer, the next rank first
+ * (the order the slots are posted), with the pair sequence of this
+ * collective in co.seq; returns co.readers. */
+static int *all_readers(const struct MPI_ABI_Comm *c)
+{
+    int n = c->size;
+    for (int k = 1; k < n; k++) {
+        int i = (c->rank + k) % n;
+        co.seq[i] = ++co.peer[co.member[i]].seq;
+        co.readers[k - 1] = i;
+    }
+    return co.readers;
+}
+
+/* Larger than a slot (the caller offers those only where the reads beat
+ * its schedules, select.c): the root offers its buffer, every other member
+ * reads it straight into its own (one copy, where the eager message copies
+ * into the ring and out again) and acknowledges; the root returns once every
+ * reader has read. */
+static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
+{
+    if (c->rank != root) {
+        co.seq[root] = ++co.peer[co.member[root]].seq;
+        return read_offered(root, buf, bytes, 0);
+    }
+    int *readers = all_readers(c), posted;
+    struct hashi_tl_mem mem;
+    int rc = offer(buf, bytes, readers, c->size - 1, &mem, &posted);
+    withdraw(readers, posted, &mem);
+    return rc;
+}
+
+/* Alltoall (each = blk) and allgather (each = 0) larger than a slot: every
+ * member offers its send buffer to all others and reads its block of each
+ * peer's (at me * each) straight into recvbuf, all members copying at once;
+ * one copy per block, no intermediate ring. */
+static int blocks_offered(const unsigned char *sendbuf, size_t sendbytes, unsigned char *recvbuf, size_t each,
+                          size_t blk, struct MPI_ABI_Comm *c)
+{
+    int n = c->size, me = c->rank, posted;
+    int *readers = all_readers(c);
+    struct hashi_tl_mem mem;
+    int rc = offer(sendbuf, sendbytes, readers, n - 1, &mem, &posted);
+    /* The previous rank posted its key to us first. */
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me - k + n) % n;
+        rc = read_offered(i, recvbuf + (size_t)i * blk, blk, (uint64_t)me * each);
+    }
+    /* Our own block last: the peers' acks come in meanwhile (first or last
+     * measured alike at 2 ranks). */
+    if (rc == MPI_SUCCESS)
+        memcpy(recvbuf + (size_t)me * blk, sendbuf + (size_t)me * each, blk);
+    withdraw(readers, posted, &mem);
+    return rc;
 }
 
 /* The kernel for a reduction the device takes: a predefined op on an
@@ -473,7 +538,8 @@ static hashi_op_kernel_fn reduction_kernel(MPI_Datatype type, MPI_Op op, MPI_Cou
 /*
  * Flat, one step: every member's contribution to every other, in its slot
  * (up to max_bytes) or, larger, offered in place (the caller offers those
- * only where the generic choice would be recursive doubling). Every rank
+ * at 2 members and where the generic choice would be recursive doubling,
+ * select.c). Every rank
  * computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in op
  * inout, so rank order holds and all results are bit-identical.
  */
@@ -497,16 +563,9 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         hashi_dn_stats.coll_allreduces++;
         return MPI_SUCCESS;
     }
-    /* Readers in the order the slots are posted: the next rank first. */
-    int *readers = co.readers, nreaders = 0;
-    for (int k = 1; k < n; k++) {
-        int i = (me + k) % n;
-        co.seq[i] = ++co.peer[co.member[i]].seq;
-        readers[nreaders++] = i;
-    }
+    int *readers = all_readers(c), posted;
     struct hashi_tl_mem mem;
-    int posted;
-    rc = offer(mine, bytes, readers, nreaders, &mem, &posted);
+    rc = offer(mine, bytes, readers, n - 1, &mem, &posted);
     if (rc == MPI_SUCCESS) {
         if (n - 1 == me)
             memcpy(acc, mine, bytes);
@@ -583,12 +642,18 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
 
 static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
 {
-    if (bytes_per_rank > co.max_bytes || !flat_comm(c))
+    if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int rc = exchange(c, sendbuf, bytes_per_rank, bytes_per_rank);
+    int n = c->size, me = c->rank, rc;
+    if (bytes_per_rank > co.max_bytes) {
+        rc = blocks_offered(sendbuf, bytes_per_rank * (size_t)n, recvbuf, bytes_per_rank, bytes_per_rank, c);
+        if (rc == MPI_SUCCESS)
+            hashi_dn_stats.coll_alltoalls++;
+        return rc;
+    }
+    rc = exchange(c, sendbuf, bytes_per_rank, bytes_per_rank);
     if (rc != MPI_SUCCESS)
         return rc;
-    int n = c->size, me = c->rank;
     unsigned char *out = recvbuf;
     for (int i = 0; i < n; i++)
         memcpy(out + (size_t)i * bytes_per_rank,
@@ -602,12 +667,18 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
 /* Allgather: the alltoall's one step with the same block to every member. */
 static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
 {
-    if (bytes_per_rank > co.max_bytes || !flat_comm(c))
+    if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int rc = exchange(c, sendbuf, 0, bytes_per_rank);
+    int n = c->size, me = c->rank, rc;
+    if (bytes_per_rank > co.max_bytes) {
+        rc = blocks_offered(sendbuf, bytes_per_rank, recvbuf, 0, bytes_per_rank, c);
+        if (rc == MPI_SUCCESS)
+            hashi_dn_stats.coll_allgathers++;
+        return rc;
+    }
+    rc = exchange(c, sendbuf, 0, bytes_per_rank);
     if (rc != MPI_SUCCESS)
         return rc;
-    int n = c->size, me = c->rank;
     unsigned char *out = recvbuf;
     for (int i = 0; i < n; i++)
         memcpy(out + (size_t)i * bytes_per_rank, i == me ? sendbuf : data_from(co.member[i], co.seq[i]),

@@ -191,17 +191,17 @@ int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm 
 
 /*
  * The device's allgather (blocking MPI_Allgather): one block out, n in rank
- * order, as contiguous bytes; other layouts and MPI_IN_PLACE's input are
- * packed up to the device's max_bytes, so the byte count alone decides,
- * equally on every member. HASHI_DEVICE_COLL_DECLINE when it has none or
- * declines.
+ * order, as contiguous bytes, where select.c offers it; other layouts and
+ * MPI_IN_PLACE's input are packed, so the block size alone decides, equally
+ * on every member. HASHI_DEVICE_COLL_DECLINE when it has none or declines.
  */
 static int device_allgather(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
                             MPI_Count rcount, const struct MPI_ABI_Datatype *rt, struct MPI_ABI_Comm *c)
 {
     size_t blk = (size_t)hashi_type_bytes(rt, rcount);
     int n = c->size;
-    if (!hashi_device->coll.allgather || n < 2 || blk == 0 || blk > hashi_device->coll.max_bytes)
+    if (!hashi_device->coll.allgather || n < 2 || blk == 0 ||
+        !hashi_coll_device_data_ok(HASHI_DEVICE_ALLGATHER, c, blk))
         return HASHI_DEVICE_COLL_DECLINE;
     /* In place, this rank's block of recvbuf is the input. */
     struct hashi_coll_device_side send =

@@ -146,10 +146,9 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
  * it has none or does not take this case. Members may pass different
  * datatypes with one type signature, so the device sees the call as count'
  * elements of the single basic type the signature consists of (packed when
- * the layout is not contiguous, up to the device's max_bytes): the offer
- * rests on the signature, the op and the count alone, the same on every
- * member. A reduce's root passes its contiguous buffer in place as is; its
- * recvbuf means nothing elsewhere.
+ * the layout is not contiguous): the offer rests on the signature, the op
+ * and the count alone, the same on every member. A reduce's root passes its
+ * contiguous buffer in place as is; its recvbuf means nothing elsewhere.
  */
 int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                 int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
@@ -170,7 +169,11 @@ int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count co
         return root < 0 ? hashi_device->coll.allreduce(in, out, n, basic, op, c)
                         : hashi_device->coll.reduce(in, out, n, basic, op, root, c);
     }
-    if (bytes > hashi_device->coll.max_bytes)
+    /* An allreduce's MPI_IN_PLACE (all members pass it alike) goes packed
+     * up to the slot size only. A scattered layout is packed at every size
+     * the caller offers: declining it would take this member alone off the
+     * device's path when its peers' layouts are contiguous. */
+    if (sendbuf == MPI_IN_PLACE && root < 0 && bytes > hashi_device->coll.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
     /* The device never sees an allreduce's MPI_IN_PLACE or a scattered
      * layout: give it packed copies. A failed malloc is an error, not a

@@ -220,15 +220,15 @@ static int alltoall_bruck(struct hashi_sched *s, const struct MPI_ABI_Comm *c, c
 /* ---- the device's alltoall (blocking calls) ---- */
 
 /*
- * Contiguous bytes to the device: buffers whose n blocks are contiguous go
- * in place, others (and MPI_IN_PLACE's input) are packed up to the device's
- * max_bytes, so that the byte count alone decides, equally on every member.
+ * Contiguous bytes to the device where select.c offers it: buffers whose n
+ * blocks are contiguous go in place, others (and MPI_IN_PLACE's input) are
+ * packed, so that the block size alone decides, equally on every member.
  * HASHI_DEVICE_COLL_DECLINE when the device has no alltoall or declines.
  */
 static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
                            MPI_Count rcount, const struct MPI_ABI_Datatype *rt, size_t blk, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.alltoall || blk > hashi_device->coll.max_bytes)
+    if (!hashi_device->coll.alltoall || !hashi_coll_device_data_ok(HASHI_DEVICE_ALLTOALL, c, blk))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size;
     size_t total = blk * (size_t)n;

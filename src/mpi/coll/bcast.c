@@ -9,6 +9,7 @@
  * Ranks are taken relative to the root (vr = rank - root mod n).
  */
 #include "mpi/coll/coll.h"
+#include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
 
@@ -117,18 +118,16 @@ int hashi_coll_build_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MP
     return bcast_binomial(s, buf, count, type, root, c);
 }
 
-/* The device's broadcast: contiguous data in place, other layouts packed up
- * to the device's max_bytes (the root's and a receiver's types may differ:
- * the byte count alone must decide, equally on every member). */
+/* The device's broadcast where select.c offers it: contiguous data in place,
+ * other layouts packed (the root's and a receiver's types may differ: the
+ * byte count alone must decide, equally on every member). */
 static int device_bcast(void *buf, MPI_Count count, const struct MPI_ABI_Datatype *t, size_t bytes, int root,
                         struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.bcast)
+    if (!hashi_device->coll.bcast || !hashi_coll_device_data_ok(HASHI_DEVICE_BCAST, c, bytes))
         return HASHI_DEVICE_COLL_DECLINE;
     if (hashi_type_is_contig_count(t, count))
         return hashi_device->coll.bcast((char *)buf + t->true_lb, bytes, root, c);
-    if (bytes > hashi_device->coll.max_bytes)
-        return HASHI_DEVICE_COLL_DECLINE;
     char small[256];
     char *tmp = bytes <= sizeof small ? small : malloc(bytes);
     if (!tmp)

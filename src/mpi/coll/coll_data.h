@@ -171,6 +171,14 @@ size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i);
 
 /* ---- the device's block collectives (alltoall, allgather) ---- */
 
+/* Whether a blocking broadcast of `bytes` (allgather, alltoall: a block of
+ * `bytes`) goes to the device (select.c): up to its max_bytes always, above
+ * where its reads beat the schedules (HASHI_COLL_DEVICE_*_READ_MIN). The same
+ * answer on every member: the byte count, the communicator and its hints.
+ * A caller it says yes to packs non-contiguous layouts at any size. */
+enum hashi_coll_device_data { HASHI_DEVICE_BCAST, HASHI_DEVICE_ALLGATHER, HASHI_DEVICE_ALLTOALL };
+int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes);
+
 /* One side of a device call: count elements of type at buf, which are bytes
  * long; packed into a temporary unless contiguous (always when must_pack:
  * an MPI_IN_PLACE input the device must not read where it writes). */

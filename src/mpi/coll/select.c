@@ -195,9 +195,15 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
     if (!conf.device_read_min || bytes < conf.device_read_min)
         return 0;
     enum hashi_alg_choice_for coll = allreduce ? HASHI_CHOOSE_ALLREDUCE : HASHI_CHOOSE_REDUCE;
-    return override(c, coll) == HASHI_ALG_AUTO &&
-           hashi_coll_select(coll, c, bytes, count, commutative) ==
-               (allreduce ? HASHI_ALG_RECURSIVE_DOUBLING : HASHI_ALG_BINOMIAL);
+    if (override(c, coll) != HASHI_ALG_AUTO)
+        return 0;
+    /* Allreduce at 2 members: both read the other's vector and reduce it
+     * locally, one exchange at every size where Rabenseifner needs two
+     * (64 KiB: 27 -> 14 us, 256 KiB: 87 -> 47; docs/collectives.md). */
+    if (allreduce && c->size == 2)
+        return 1;
+    return hashi_coll_select(coll, c, bytes, count, commutative) ==
+           (allreduce ? HASHI_ALG_RECURSIVE_DOUBLING : HASHI_ALG_BINOMIAL);
 }
 
 /*
@@ -276,6 +282,8 @@ static struct {
     size_t gather_long, scatter_long, allgather_long;
     size_t alltoall_short, alltoall_long;
     int alltoall_bruck_min, alltoall_window;
+    size_t device_read_min[HASHI_DEVICE_ALLTOALL + 1], device_read_max[HASHI_DEVICE_ALLTOALL + 1];
+    int device_read_ranks;
 } data_conf;
 
 static void data_conf_load(void)
@@ -293,6 +301,11 @@ static void data_conf_load(void)
     data_conf.alltoall_bruck_min = (int)hashi_param_int(HASHI_P_COLL_ALLTOALL_BRUCK_MIN);
     int w = (int)hashi_param_int(HASHI_P_COLL_ALLTOALL_WINDOW);
     data_conf.alltoall_window = w < 1 ? 1 : w;
+    data_conf.device_read_min[HASHI_DEVICE_BCAST] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_READ_MIN);
+    data_conf.device_read_min[HASHI_DEVICE_ALLGATHER] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_ALLGATHER_READ_MIN);
+    data_conf.device_read_min[HASHI_DEVICE_ALLTOALL] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_ALLTOALL_READ_MIN);
+    data_conf.device_read_max[HASHI_DEVICE_BCAST] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_READ_MAX);
+    data_conf.device_read_ranks = (int)hashi_param_int(HASHI_P_COLL_DEVICE_READ_RANKS);
 }
 
 /* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
@@ -361,4 +374,35 @@ int hashi_coll_alltoall_window(void)
 {
     pthread_once(&conf_once, conf_load);
     return data_conf.alltoall_window;
+}
+
+/*
+ * Blocking MPI_Bcast, MPI_Allgather, MPI_Alltoall on the device: up to its
+ * max_bytes always (dimmnet: LLCM slots); above, from the collective's
+ * HASHI_COLL_DEVICE_<X>_READ_MIN on communicators of at most
+ * HASHI_COLL_DEVICE_READ_RANKS members where no hint or parameter names an
+ * algorithm: there the members read each other's buffers single-copy
+ * (dimmnet: CMA), which beats the schedules' eager copies through a ring
+ * and their rendezvous handshakes (docs/collectives.md, "Sixth session").
+ * A broadcast only up to HASHI_COLL_DEVICE_BCAST_READ_MAX: larger, the
+ * rendezvous splits the copy between both ranks, where the read has the
+ * receiver copy it all.
+ */
+int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes)
+{
+    pthread_once(&conf_once, conf_load);
+    if (bytes <= hashi_device->coll.max_bytes)
+        return 1;
+    size_t min = data_conf.device_read_min[coll], max = data_conf.device_read_max[coll];
+    if (!min || bytes < min || (max && bytes > max) || c->size > data_conf.device_read_ranks)
+        return 0;
+    switch (coll) {
+    case HASHI_DEVICE_BCAST:
+        return override(c, HASHI_CHOOSE_BCAST) == HASHI_ALG_AUTO;
+    case HASHI_DEVICE_ALLGATHER:
+        return override(c, HASHI_CHOOSE_ALLGATHER) == HASHI_ALG_AUTO;
+    case HASHI_DEVICE_ALLTOALL:
+        return forced(c, "hashi_coll_alltoall", data_conf.alltoall, NAMES(alltoall_names)) == FORCE_NONE;
+    }
+    return 0;
 }
