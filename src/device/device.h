@@ -147,8 +147,10 @@ struct hashi_device_coll_ops {
      * in rank order in recvbuf; sendbuf is never MPI_IN_PLACE. */
     int (*allgather)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);
     /* The most bytes (bcast: the message, allreduce: the vector, alltoall:
-     * one rank's block) the device takes; it declines anything larger. A
-     * caller packs non-contiguous data for the device up to this size only,
+     * one rank's block) the device carries in its own slots. Larger ones the
+     * caller offers only where select.c allows (the device then reads the
+     * members' buffers: hashi_coll_device_data_ok, _reduction_ok). A caller
+     * packs non-contiguous data for whatever it offers, on every rank alike,
      * so that a rank's own layout never decides the path. */
     size_t max_bytes;
 };

@@ -161,7 +161,9 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
  * schedule); from HASHI_COLL_DEVICE_READ_MIN, both, where no hint or
  * parameter names an algorithm and the schedule would be recursive doubling
  * or the tree (the device's reductions are one step from every member to
- * every reader, which the larger-vector algorithms beat). */
+ * every reader, which the larger-vector algorithms beat), and an allreduce
+ * of 2 members at every size (both read the other's vector: one exchange
+ * where Rabenseifner takes two). */
 int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, size_t bytes, MPI_Count count,
                                    int commutative);
 
