@@ -4,7 +4,9 @@
  * up the runtime and the transport itself, in MPI_Init's order, and drives
  * every primitive on whichever transport HASHI_TRANSPORT selects.
  *
- *   tl_test           all the checks below; prints "rank R of S ok"
+ *   tl_test           all the checks below; prints "rank R of S ok" (with
+ *                     every peer on emu and a ring of at most 4k units
+ *                     (HASHI_EMU_RING_SIZE), also the ring's own cases)
  *   tl_test keycheck  (singleton) a segment of another job key is refused
  *   tl_test bench     figures for docs/transport.md (2 ranks)
  *
@@ -58,7 +60,7 @@ struct blk_hdr {
     uint32_t len;    /* payload bytes */
     uint64_t seq;    /* per (source, destination), shared with notifications */
 };
-enum { BLK_DATA = 1, BLK_RKEY, BLK_PING };
+enum { BLK_DATA = 1, BLK_RKEY, BLK_PING, BLK_SEQLIKE };
 static int bench_pong_block;   /* BLK_PING blocks received (bench) */
 
 static uint64_t *expect_seq;        /* next sequence number from each source */
@@ -71,6 +73,8 @@ static unsigned char pattern(int src, uint64_t seq, size_t i)
     return (unsigned char)(src * 31 + seq * 7 + i * 13 + 1);
 }
 
+static void check_seqlike(int src, const struct blk_hdr *h, const unsigned char *p);
+
 static void on_block(void *ctx, int src, const void *msg, size_t len)
 {
     CHECK(ctx == &expect_seq, "handler context not passed through");
@@ -82,6 +86,10 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
           sizeof h + h.len);
     if (h.kind == BLK_PING) {
         bench_pong_block++;
+        return;
+    }
+    if (h.kind == BLK_SEQLIKE) {
+        check_seqlike(src, &h, (const unsigned char *)msg + sizeof h);
         return;
     }
     if (h.kind == BLK_RKEY) {
@@ -325,6 +333,246 @@ static void test_blocks(void)
     fence();
     hashi_transport_progress();
     free(next);
+}
+
+/* ---- emu rings (white box: emu.h) -------------------------------------- */
+
+/*
+ * A BLK_SEQLIKE block's payload: the record's unit position P (as the
+ * producer saw it), then words that look like ring headers: every word of
+ * the record's unit j holds P + j + k * ring_units + 1 (k = 1 + j % 3), the
+ * sequence word a record starting on that unit one to three laps later
+ * carries. Had the consumer left them in place, a later lap's tail landing
+ * there (after skip records moved the boundaries) would take them for
+ * complete records. Bytes a shrinking kick gives back hold k = 0 (this lap's
+ * value for the very next record) and, behind it, the header of a one-unit
+ * data block out of order: delivered, it fails on_block's check.
+ */
+#define OFF_RING(src)     (81920 + (uint64_t)(src) * 64)   /* blocks sent in a ring phase */
+#define OFF_RING_ACK(src) (98304 + (uint64_t)(src) * 64)   /* lockstep acknowledgements */
+
+static uint64_t seqlike_word(uint64_t pos, size_t rec_off, int given_back)
+{
+    uint64_t j = rec_off / EMU_UNIT;
+    uint64_t k = given_back ? 0 : 1 + j % 3;
+    return pos + j + k * emu.ring_units + 1;
+}
+
+static uint64_t seqlike_got;        /* BLK_SEQLIKE blocks delivered */
+
+static void check_seqlike(int src, const struct blk_hdr *h, const unsigned char *p)
+{
+    CHECK(h->seq == expect_seq[src], "ring block from %d out of order: seq %" PRIu64 ", expected %" PRIu64, src,
+          h->seq, expect_seq[src]);
+    CHECK(h->len >= 8 && h->len % 8 == 0, "ring block of %u bytes", h->len);
+    uint64_t pos;
+    memcpy(&pos, p, 8);
+    int l = emu.local_of[src];
+    CHECK(pos == emu.ring_tail[l], "ring block from %d written at unit %" PRIu64 ", delivered at %" PRIu64, src, pos,
+          emu.ring_tail[l]);
+    for (size_t o = 8; o < h->len; o += 8) {
+        uint64_t v, want = seqlike_word(pos, EMU_REC_HDR + sizeof *h + o, 0);
+        memcpy(&v, p + o, 8);
+        CHECK(v == want, "ring block %" PRIu64 " from %d at unit %" PRIu64 ": word %zu is %" PRIu64 ", expected %"
+              PRIu64, h->seq, src, pos, o / 8, v, want);
+    }
+    expect_seq[src]++;
+    seqlike_got++;
+}
+
+static struct emu_peer *ring_producer(int peer)
+{
+    return &emu.peer[emu.local_of[peer]];
+}
+
+/*
+ * Write a BLK_SEQLIKE block of len payload bytes (a multiple of 8, >= 8)
+ * straight into the ring at peer, reserving `reserve` >= len payload bytes
+ * (more: a shrinking kick). Returns 0, or -EAGAIN if the ring had no room
+ * and wait is 0 (with wait, progress until it has). *skip: units skipped.
+ */
+static int send_seqlike(int peer, uint64_t seq, size_t len, size_t reserve, int wait, uint64_t *skip)
+{
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    struct emu_peer *p = ring_producer(peer);
+    const size_t hl = sizeof(struct blk_hdr);
+    unsigned char *b;
+    int rc;
+    while (!(b = tl->block_alloc(peer, hl + reserve, &rc))) {
+        CHECK(rc == -EAGAIN, "block_alloc of %zu bytes: %d", hl + reserve, rc);
+        if (!wait)
+            return rc;
+        hashi_transport_wait(poll_once, 1000);
+    }
+    uint64_t pos = p->head + p->skip;
+    CHECK(b == emu_unit(p->ring, pos)->data, "block_alloc returned %p, not the record at unit %" PRIu64,
+          (void *)b, pos);
+    if (skip)
+        *skip = p->skip;
+    struct blk_hdr h = { BLK_SEQLIKE, (uint32_t)len, seq };
+    memcpy(b, &h, hl);
+    memcpy(b + hl, &pos, 8);
+    for (size_t o = 8; o < reserve; o += 8) {
+        size_t rec_off = EMU_REC_HDR + hl + o;
+        uint64_t v = seqlike_word(pos, rec_off, o >= len);
+        if (o >= len && rec_off % EMU_UNIT == 8)        /* a whole fake record: a one-unit block */
+            v = (uint64_t)hl | (uint64_t)EMU_BLOCK << 32 | (uint64_t)1 << 48;
+        else if (o >= len && rec_off % EMU_UNIT == 16)  /* its blk_hdr: a data block out of order */
+            v = BLK_DATA;
+        memcpy(b + hl + o, &v, 8);
+    }
+    tl->block_kick(peer, hl + len);
+    return 0;
+}
+
+static void notify_seq(int peer, uint64_t seq)
+{
+    int rc;
+    while ((rc = hashi_tl(peer)->notify(peer, seq | (1ull << 63))) == -EAGAIN)
+        hashi_transport_wait(poll_once, 1000);
+    CHECK(rc == 0, "notify to %d: %d", peer, rc);
+}
+
+/* Nothing pending reads as complete: the word at inbound ring i's tail is
+ * zero or a header of an older lap. */
+static void check_ring_idle(int i, const char *phase)
+{
+    uint64_t t = emu.ring_tail[i];
+    uint64_t w = atomic_load_explicit(&emu.ring_next[i]->seq, memory_order_acquire);
+    CHECK(w == 0 || (w + emu.ring_units <= t + 1 && (t + 1 - w) % emu.ring_units == 0),
+          "%s: the ring from rank %d is idle at unit %" PRIu64 ", which holds %" PRIu64, phase, emu.peer[i].world,
+          t, w);
+}
+
+static void check_rings_idle(const char *phase)
+{
+    for (int i = 0; i < emu.nlocal; i++)
+        check_ring_idle(i, phase);
+}
+
+/* Tell the right neighbour how many ring messages it gets, wait for the left's. */
+static void ring_phase_end(uint64_t sent, const char *phase)
+{
+    CHECK(hashi_tl(right)->tiny_write(right, OFF_RING(me), sent + 1, 8) == 0, "tiny write");
+    uint64_t want;
+    while ((want = llcm_load(OFF_RING(left))) == 0)
+        hashi_transport_wait(poll_once, 1000);
+    while (expect_seq[left] < want - 1)
+        hashi_transport_wait(poll_once, 1000);
+    CHECK(expect_seq[left] == want - 1, "%s: %" PRIu64 " messages from %d, %" PRIu64 " sent", phase, expect_seq[left],
+          left, want - 1);
+    fence();
+    hashi_transport_progress();
+    check_rings_idle(phase);
+    /* Next phase counts from 0 again. */
+    CHECK(hashi_tl(right)->tiny_write(right, OFF_RING(me), 0, 8) == 0, "tiny write");
+    fence();
+    expect_seq[left] = 0;
+}
+
+static void test_ring(void)
+{
+    trace("test_ring");
+    const uint64_t n = emu.ring_units, hl = sizeof(struct blk_hdr);
+    const uint64_t umax = emu_rec_units(BLOCK_MAX);
+    const size_t pmax = BLOCK_MAX - hl;
+    struct emu_peer *p = ring_producer(right);
+    uint64_t seq = 0, skip;
+    CHECK(emu_rec_units(8) == 1 && emu_rec_units(EMU_UNIT - EMU_REC_HDR) == 1 &&
+          emu_rec_units(EMU_UNIT - EMU_REC_HDR + 1) == 2, "record units");
+
+    /* 1. A record of every size 2 .. umax units across the ring's end at every
+     * alignment (skips of 1 .. units - 1), padded there by one-unit
+     * notifications and blocks. */
+    for (uint64_t u = 2; u <= umax; u++) {
+        size_t hi = u * EMU_UNIT - EMU_REC_HDR - hl, lo = (u - 1) * EMU_UNIT - EMU_REC_HDR - hl + 8;
+        if (hi > pmax)
+            hi = pmax & ~(size_t)7;
+        lo = (lo + 7) & ~(size_t)7;
+        for (uint64_t s = 1; s < u; s++) {
+            for (uint64_t k = 0; n - (p->head & (n - 1)) != s; k++) {
+                if (k % 2)
+                    notify_seq(right, seq++);
+                else
+                    send_seqlike(right, seq++, 8, 8, 1, NULL);
+            }
+            size_t len = hi - 8 * (s % ((hi - lo) / 8 + 1));
+            CHECK(emu_rec_units(hl + len) == u, "test: %zu bytes are not %" PRIu64 " units", len, u);
+            send_seqlike(right, seq++, len, len, 1, &skip);
+            CHECK(skip == s, "a %" PRIu64 "-unit record %" PRIu64 " units before the end skipped %" PRIu64, u, s,
+                  skip);
+        }
+    }
+    ring_phase_end(seq, "wrap");
+
+    /* 2. Many laps of records of every length 8 .. the largest, payloads
+     * made of plausible sequence words, notifications in between. */
+    seq = 0;
+    for (int i = 0; i < 40 * (int)n; i++) {
+        if (i % 7 == 3) {
+            notify_seq(right, seq++);
+            continue;
+        }
+        size_t len = 8 + (size_t)(i * 8) % (pmax - 7);
+        send_seqlike(right, seq++, len & ~(size_t)7, len & ~(size_t)7, 1, NULL);
+        if (i % 32 == 0)
+            hashi_transport_progress();
+    }
+    ring_phase_end(seq, "laps");
+
+    /* 3. Shrinking kicks: reserve the largest block, fill it all, kick 8 ..
+     * pmax bytes. The bytes given back hold this lap's next sequence word;
+     * the next record goes there only after the receiver checked that its
+     * tail does not read as complete (lockstep by tiny writes). */
+    seq = 0;
+    uint64_t step = 0;
+    for (size_t len = 8; len <= pmax; len += 24, step++) {
+        send_seqlike(right, seq++, len, pmax & ~(size_t)7, 1, NULL);
+        while (expect_seq[left] < seq)
+            hashi_transport_wait(poll_once, 1000);
+        for (int k = 0; k < 3; k++)
+            hashi_transport_progress();
+        check_ring_idle(emu.local_of[left], "after a shrunk record");
+        CHECK(hashi_tl(left)->tiny_write(left, OFF_RING_ACK(me), step + 1, 8) == 0, "ack");
+        while (llcm_load(OFF_RING_ACK(right)) != step + 1)
+            hashi_transport_wait(poll_once, 1000);
+    }
+    ring_phase_end(seq, "shrink");
+
+    /* 4. A full ring: fill it without anyone draining until block_alloc (or
+     * notify) says EAGAIN with the ring really full, then drain and go on. */
+    for (int round = 0; round < 3; round++) {
+        seq = 0;
+        for (int i = 0;; i++) {
+            size_t len = (size_t)(i % 3 == 2 ? pmax : 8 + 8 * (size_t)(i * 5 % 20)) & ~(size_t)7;
+            int rc;
+            uint64_t units = emu_rec_units(hl + len);
+            if (i % 5 == 4) {
+                units = 1;
+                rc = hashi_tl(right)->notify(right, seq | (1ull << 63));
+            } else {
+                rc = send_seqlike(right, seq, len, len, 0, NULL);
+            }
+            if (rc == -EAGAIN) {
+                uint64_t tail = atomic_load_explicit(p->ring_tail, memory_order_acquire);
+                uint64_t pos = p->head & (n - 1), sk = pos + units > n ? n - pos : 0;
+                CHECK(p->head + sk + units - tail > n, "EAGAIN with room: head %" PRIu64 ", tail %" PRIu64
+                      ", %" PRIu64 " units wanted", p->head, tail, units);
+                CHECK(p->head - tail + umax + umax > n, "EAGAIN with %" PRIu64 " of %" PRIu64 " units used",
+                      p->head - tail, n);
+                break;
+            }
+            CHECK(rc == 0, "send into a filling ring: %d", rc);
+            seq++;
+        }
+        CHECK(seq >= n / umax, "only %" PRIu64 " messages fit a ring of %" PRIu64 " units", seq, n);
+        fence();
+        /* Now drain and keep sending: the sender progresses on EAGAIN. */
+        for (int i = 0; i < (int)n; i++)
+            send_seqlike(right, seq++, 8 * (size_t)(1 + i % 30), 8 * (size_t)(1 + i % 30), 1, NULL);
+        ring_phase_end(seq, "full");
+    }
+    seqlike_got = 0;
 }
 
 /* Byte i of rank q's region. */
@@ -624,6 +872,16 @@ static void bench(void)
     free(dst);
 }
 
+/* The ring cases run when every peer is on emu and the ring is small
+ * enough to wrap often (HASHI_EMU_RING_SIZE of at most 256k). */
+static int ring_testable(void)
+{
+    for (int r = 0; r < np; r++)
+        if (hashi_tl(r)->id != HASHI_TL_EMU)
+            return 0;
+    return emu.ring_units <= 4096;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
@@ -643,6 +901,8 @@ int main(int argc, char **argv)
         fence();
         test_tiny_atomic();
         fence();
+        if (ring_testable())
+            test_ring();
         test_blocks();
         test_rma();
     }

@@ -958,19 +958,17 @@ static uint32_t job_pgid(void)
  * too much of the node's memory, and the hardware's 464 stays. */
 #define DN_BOTF_MAX_EMU 4096
 #define DN_EMU_BIG_BLOCK_RANKS 16
-/* With a few ranks on the node (every peer on emu), blocks and the eager
- * limit grow to 16 KiB: an 8-16 KiB message is then one copy into the ring and
- * one out, where the rendezvous cost a round trip and a CMA system call (2
- * ranks, chrt: ping-pong 8 / 16 KiB 5.7 / 7.5 us -> 2.3-2.5 / 3.9-6.4; window
- * 2.8 / 4.0 GB/s -> 7.5-7.9 / 8.6-10.9; MPICH ~16). A ring of 64 slots takes
- * 1 MiB, 12 MiB for 4 ranks. */
-#define DN_BOTF_MAX_EMU_FEW 16384
+/* With a few ranks on the node (every peer on emu), blocks, the eager limit
+ * and the receive buffers (the core's largest message) grow to 64 KiB: a
+ * message up to 64 KiB is then one copy into the ring and one out, where the
+ * rendezvous cost a round trip and a CMA system call. emu's rings hold
+ * variable-length records, so small messages still pack one line apart
+ * (docs/dimmnet.md, "Sixth session: variable-length ring records"; 2 ranks,
+ * chrt, 16 KiB -> 64 KiB blocks: ping-pong 32 KiB 9.1-9.4 -> 5.5-5.9 us,
+ * window 32 / 64 KiB 5.1-5.8 / 5.9-6.1 -> 9.4-9.8 / 9.5-9.7 GB/s, 8 B
+ * unchanged). A ring takes 1 MiB, 16 MiB for 4 ranks. */
+#define DN_BOTF_MAX_EMU_FEW 65536
 #define DN_EMU_HUGE_BLOCK_RANKS 4
-/* Not 64 KiB, even for 2 ranks: 32 / 64 KiB messages gain (ping-pong 9.4 /
- * 10.2 -> 5.6 / 9.8 us, window 5.1 / 5.9 -> 9.1 / 9.3 GB/s), but with slots
- * 64 KiB apart an 8-byte window costs 240-268 ns per message against 181-186
- * with 4 or 16 KiB slots (quiet machine; 16 slots no better). Records that
- * span several small slots would give both (docs/dimmnet.md, "Not done"). */
 /* Largest block to a fabric peer: every peer's receive buffers at a rank
  * hold HASHI_FABRIC_CREDITS of them (64 x 64 KiB = 4 MiB per peer). */
 #define DN_NET_BLOCK_MAX 65536
@@ -1018,6 +1016,8 @@ static int dn_init(char *err, size_t errlen)
         botf = DN_BOTF_MAX_EMU;
     if (eager < 0)
         eager = 0;
+    if (few_on_emu && !hashi_param_is_set(HASHI_P_DIMMNET_RECV_BUF_SIZE) && buf_payload < eager)
+        buf_payload = eager;   /* the core sends nothing larger than a buffer */
     dn.nbufs = (uint32_t)nbufs;
     /* A buffer holds the core's header in front of the payload. */
     dn.buf_size = ((size_t)buf_payload + HASHI_AM_HDR_MAX + 63) & ~(size_t)63;

@@ -6,7 +6,8 @@
  * Each local rank owns one shared segment:
  *   header page | LLCM | inbound ring from each local rank | staging window
  * Peers map it and store into it directly: tiny writes into the LLCM, block
- * messages into "their" inbound ring, staged RMA chunks into the window.
+ * messages into "their" inbound ring (a byte ring of 64-byte units holding
+ * variable-length records), staged RMA chunks into the window.
  */
 #ifndef HASHI_TRANSPORT_EMU_H
 #define HASHI_TRANSPORT_EMU_H
@@ -18,12 +19,17 @@
 
 #include "transport/transport.h"
 
-#define EMU_MAGIC 0x31554d4549485341ull   /* "ASHIEMU1" */
+#define EMU_MAGIC 0x32554d4549485341ull   /* "ASHIEMU2": variable-length ring records */
 #define EMU_LINE 64
+/* Rings are counted in units of one cache line: a record starts on a unit. */
+#define EMU_UNIT 64
+/* Largest ring: a skip record's unit count must fit its 16-bit field. */
+#define EMU_RING_MAX_UNITS 65536u
 
-/* Ring message kinds (emu_slot.kind). */
+/* Ring record kinds (emu_rec.kind). */
 enum emu_kind {
-    EMU_BLOCK = 1,     /* device block message */
+    EMU_SKIP = 1,      /* covers the ring's end: the next record starts at unit 0 */
+    EMU_BLOCK,         /* device block message */
     EMU_NOTIFY,        /* device notification: value in the payload */
     EMU_PUT_START,     /* staged PUSH begins: struct emu_rma_msg; chunks follow in the window */
     EMU_PUT_DONE,      /* target -> initiator: staged PUSH landed (status) */
@@ -45,8 +51,8 @@ struct emu_seg_hdr {
     uint64_t self_addr;         /* this header's address in the owner (CMA probe) */
     uint32_t pid;
     uint32_t nlocal;
-    uint32_t slots;             /* per inbound ring */
-    uint32_t slot_size;
+    uint32_t ring_units;        /* per inbound ring, a power of two */
+    uint32_t rec_max;           /* largest record in bytes (header + block_max) */
     uint64_t llcm_off, llcm_size;
     uint64_t ring_off, ring_stride;
     uint64_t win_off, win_chunk;
@@ -57,31 +63,50 @@ struct emu_seg_hdr {
     struct emu_chunk_flag win_flag[2] __attribute__((aligned(EMU_LINE)));
 };
 
-/* A ring: the consumer's position on its own line, then the slots. */
+/* A ring: the consumer's position on its own line, then ring_units units. */
 struct emu_ring_ctrl {
-    _Atomic uint64_t tail;      /* messages consumed (written by the owner) */
+    _Atomic uint64_t tail;      /* units consumed (written by the owner) */
     char pad[EMU_LINE - 8];
 };
 
-/* A slot: seq = (message number + 1) once complete; data follows. */
-struct emu_slot {
+/*
+ * A record: header + data, starting on a unit, spanning
+ * emu_rec_units(len) units (never across the ring's end: a skip record
+ * covers the rest first). seq = the record's unit position (a count that
+ * never wraps) + 1 once complete: the consumer waits for tail + 1 in the
+ * first word of the unit at its tail. Payload bytes of an older lap may
+ * equal any later position + 1, so before publishing a record the producer
+ * zeroes the first word of the unit after it if payload was ever written
+ * there (emu.c, ring_publish): the consumer's next tail never shows a stale
+ * value that matches.
+ */
+struct emu_rec {
     _Atomic uint64_t seq;
-    uint32_t len;
-    uint32_t kind;
+    uint32_t len;               /* data bytes */
+    uint16_t kind;
+    uint16_t units;             /* units covered, header included */
     unsigned char data[];
 };
-#define EMU_SLOT_HDR 16
+#define EMU_REC_HDR 16
+_Static_assert(sizeof(struct emu_rec) == EMU_REC_HDR, "record header is 16 bytes");
+
+static inline uint64_t emu_rec_units(size_t len)
+{
+    return (EMU_REC_HDR + len + EMU_UNIT - 1) / EMU_UNIT;
+}
 
 /* Staged RMA control message (PUT_START, GET_REQ, PUT_DONE, GET_ERR). */
 struct emu_rma_msg {
     uint64_t cookie;            /* the initiator's op */
     uint64_t addr, len;         /* target range: region base + offset */
-    uint32_t regid;
-    int32_t status;             /* replies */
     uint64_t sig_off, sig_val;
-    uint32_t sig_size;          /* 0: no signal */
-    uint32_t pad;
+    uint32_t regid;
+    int16_t status;             /* replies: 0 or a negative errno */
+    uint8_t sig_size;           /* 0: no signal */
+    uint8_t pad;
 };
+/* Control messages are one-unit records, like notifications. */
+_Static_assert(EMU_REC_HDR + sizeof(struct emu_rma_msg) <= EMU_UNIT, "RMA control message spans two units");
 
 /* The emu rkey, in hashi_tl_rkey.bytes. */
 struct emu_rkey {
@@ -99,8 +124,17 @@ struct emu_peer {
     unsigned char *base;
     pid_t pid;
     int cma;                    /* process_vm_* works against it */
-    /* Producer side of my ring in the peer's segment. */
+    /* Producer side of my ring in the peer's segment, in units. */
+    unsigned char *ring;        /* its first unit */
+    _Atomic uint64_t *ring_tail; /* its consumer's position */
     uint64_t head, cached_tail;
+    struct emu_rec *open;       /* the reserved record (block_alloc .. block_kick) */
+    uint64_t skip;              /* units the reservation skips at the ring's end first (0: none) */
+    uint64_t open_units;        /* units reserved */
+    /* One bit per unit: its first word may hold payload (it was inside a
+     * record, or given back by a shrinking kick) and must be zeroed before
+     * the consumer's tail can land there (emu.c, ring_publish). */
+    uint64_t *dirty;
 };
 
 struct emu_state {
@@ -112,8 +146,10 @@ struct emu_state {
     size_t seg_size;
     char name[256];             /* shm name of my segment */
     int named;                  /* the name still exists (not unlinked yet) */
-    uint64_t *ring_tail;        /* consumer positions of my inbound rings (private copy) */
-    struct emu_slot **ring_next; /* the slot at each ring_tail: what a poll reads */
+    uint64_t ring_units;        /* units per ring (every segment of the node alike) */
+    uint64_t *ring_tail;        /* consumer positions of my inbound rings, in units (private copy) */
+    unsigned char **ring_base;  /* first unit of each inbound ring */
+    struct emu_rec **ring_next; /* the record at each ring_tail: what a poll reads */
     /* Per-size RMA choice. */
     size_t pipe_min, pipe_max;
     size_t cma_defer;           /* CMA copies of at least this many bytes run from progress (0: never) */
@@ -125,10 +161,15 @@ static inline struct emu_ring_ctrl *emu_ring(struct emu_seg_hdr *h, int from)
 {
     return (struct emu_ring_ctrl *)((unsigned char *)h + h->ring_off + (uint64_t)from * h->ring_stride);
 }
-static inline struct emu_slot *emu_slot_at(struct emu_seg_hdr *h, int from, uint64_t n)
+/* The unit at position pos of the ring whose first unit is at base. */
+static inline struct emu_rec *emu_unit(unsigned char *base, uint64_t pos)
 {
-    /* slots is a power of two: a mask, not a division, on every poll */
-    return (struct emu_slot *)((unsigned char *)(emu_ring(h, from) + 1) + (n & (h->slots - 1)) * h->slot_size);
+    /* ring_units is a power of two: a mask, not a division */
+    return (struct emu_rec *)(base + (pos & (emu.ring_units - 1)) * EMU_UNIT);
+}
+static inline unsigned char *emu_ring_units(struct emu_seg_hdr *h, int from)
+{
+    return (unsigned char *)(emu_ring(h, from) + 1);
 }
 static inline unsigned char *emu_window(struct emu_seg_hdr *h)
 {
