@@ -62,8 +62,13 @@ struct hashi_comm_buffer {
 /* ---- the layer's state ---- */
 
 #define HASHI_PROGRESS_HOOKS_MAX 16
-/* An oversubscribed rank spins HASHI_SPIN_COUNT / this many idle polls. */
-#define HASHI_OVERSUBSCRIBED_SPIN_DIVISOR 400
+/* An oversubscribed rank spins HASHI_SPIN_COUNT / this many idle polls (by
+ * default 1) before it yields: what it waits for comes from a rank that
+ * needs its core. 5 polls instead of 1 cost 4 ranks on 2 cores 5-25% in 8-byte
+ * barrier, reduce, allreduce, alltoall (quiet machine, three runs against
+ * Open MPI; docs/dimmnet.md, "Sixth session: oversubscribed collectives");
+ * a ping-pong beside two waiting ranks is the same either way. */
+#define HASHI_OVERSUBSCRIBED_SPIN_DIVISOR 2000
 
 struct hashi_p2p_state {
     struct hashi_request_pool pool;
