@@ -663,6 +663,15 @@ static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes
     return 0;
 }
 
+/* A slot holding a header and len payload bytes goes out padded to 8 bytes:
+ * the padding is zeroed, so no stale or uninitialised heap leaves the rank. */
+static void slot_pad(struct fab_slot *s, size_t len)
+{
+    size_t padded = (len + 7) & ~(size_t)7;
+    memset(s->msg + sizeof(struct fab_hdr) + len, 0, padded - len);
+    s->wire_len = sizeof(struct fab_hdr) + padded;
+}
+
 /* A slot's message: injected if it fits, else fi_send (the slot returns on completion). */
 static int send_slot(struct fab_slot *s)
 {
@@ -725,7 +734,7 @@ static int send_message(int peer, enum fab_kind kind, const void *payload, size_
     memcpy(s->msg + sizeof h, payload, len);
     s->op.kind = FAB_OP_SEND;
     s->op.peer = peer;
-    s->wire_len = wire;
+    slot_pad(s, len);
     return send_slot(s);
 }
 
@@ -799,7 +808,7 @@ static void fab_block_kick(int peer, size_t len)
     memcpy(s->msg, &h, sizeof h);
     s->op.kind = FAB_OP_SEND;
     s->op.peer = peer;
-    s->wire_len = sizeof h + ((len + 7) & ~(size_t)7);
+    slot_pad(s, len);
     send_slot(s);
 }
 
@@ -1017,9 +1026,6 @@ static int make_slots(char *err, size_t errlen)
         snprintf(err, errlen, "fabric transport: out of memory for %zu send slots", res.nslots);
         return -1;
     }
-    /* A message goes out padded to 8 bytes: the padding must hold our bytes,
-     * never uninitialised heap (and the pages are faulted in now). */
-    memset(res.slab, 0, res.slot_stride * res.nslots);
     if (fab.mr_local && fab_mem_register(res.slab, res.slot_stride * res.nslots, &res.slab_mem) != 0) {
         snprintf(err, errlen, "fabric transport: registering the send slots failed");
         return -1;
