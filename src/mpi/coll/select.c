@@ -390,9 +390,9 @@ int hashi_coll_alltoall_window(void)
  */
 int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes)
 {
-    pthread_once(&conf_once, conf_load);
     if (bytes <= hashi_device->coll.max_bytes)
         return 1;
+    pthread_once(&conf_once, conf_load);
     size_t min = data_conf.device_read_min[coll], max = data_conf.device_read_max[coll];
     if (!min || bytes < min || (max && bytes > max) || c->size > data_conf.device_read_ranks)
         return 0;
