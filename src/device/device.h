@@ -153,6 +153,9 @@ struct hashi_device_coll_ops {
      * packs non-contiguous data for whatever it offers, on every rank alike,
      * so that a rank's own layout never decides the path. */
     size_t max_bytes;
+    /* Releases what the device keeps in comm->device_state (called as the
+     * communicator goes, and for the predefined ones at MPI_Finalize). */
+    void (*comm_free)(struct MPI_ABI_Comm *comm);
 };
 
 struct hashi_device_ops {

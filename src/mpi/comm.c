@@ -74,6 +74,7 @@ static int allgather_bruck(struct MPI_ABI_Comm *c, int tag, void *out, size_t bl
 void hashi_comm_destroy(struct MPI_ABI_Comm *c)
 {
     if (c->magic == HASHI_COMM_BORROWED_MAGIC) {
+        hashi_coll_comm_free(c);   /* whatever the agreement's collectives kept */
         hashi_group_release(c->group);
         free(c);
         return;

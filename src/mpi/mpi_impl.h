@@ -65,6 +65,7 @@ struct MPI_ABI_Comm {
     void *info;                   /* hints (struct MPI_ABI_Info, info.h), or NULL for none */
     void *topology;               /* Cartesian / graph / dist-graph, or NULL */
     void *coll_state;             /* per-communicator collective state (coll/), or NULL */
+    void *device_state;           /* the device's own (released by its coll.comm_free), or NULL */
     uint32_t coll_seq;            /* collective sequence: the next schedule's tag (coll/sched.c) */
 };
 #define HASHI_COMM_MAGIC 0x434f4d4du

@@ -142,6 +142,16 @@ struct hashi_tl_ops {
      * or -EINVAL (outside llcm_size).
      */
     int (*llcm_write)(int peer, uint64_t offset, const void *data, size_t len);
+    /*
+     * A remote atomic add (the DSM paper's LLCM sync variable as a counter):
+     * add `add` to the 8-byte word at offset of peer's LLCM and return the
+     * word before in *old, atomically against every other initiator's
+     * fetch_add on that word (emu: a locked add on the peer's mapped LLCM).
+     * Does not wake the peer (a count is not a flag). NULL where the
+     * transport cannot (fabric: no atomics over manual progress here).
+     * 0 or -EINVAL (misaligned or outside llcm_size).
+     */
+    int (*llcm_fetch_add)(int peer, uint64_t offset, uint64_t add, uint64_t *old);
 
     /*
      * BOTF, in two steps like the hardware's window + kick. block_alloc

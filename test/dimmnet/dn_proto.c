@@ -14,8 +14,13 @@
  *                        rank 0, which takes half with pre-posted ANY_SOURCE /
  *                        ANY_TAG receives and half as they come; per-source
  *                        order and contents checked
- *   barrier COUNT        COUNT barriers, a different rank late each time; no
- *                        rank may leave before the late one entered
+ *   barrier COUNT [COMMS] COUNT barriers, a different rank late each time; no
+ *                        rank may leave before the late one entered. With
+ *                        COMMS, on COMMS communicators of all ranks in turn
+ *                        (dups and reversed splits, more than the device's
+ *                        counter slots), every 7th round one freed and
+ *                        replaced (its slot reused), every 3rd barrier
+ *                        followed by a broadcast from a changing root
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -198,20 +203,34 @@ static void mode_flood(int count)
     free(rq);
 }
 
-static void mode_barrier(int count)
+/* A communicator of all ranks: a dup of world, or a split in reverse order
+ * (its rank 0 is world's last). */
+static MPI_Comm all_ranks_comm(int k)
+{
+    MPI_Comm c;
+    if (k % 2 == 0)
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+    else
+        CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &c));
+    return c;
+}
+
+static void mode_barrier(int count, int ncomms)
 {
     /* One node: CLOCK_MONOTONIC is shared, so entry and exit times compare. */
-    double *enter = malloc(sizeof(double) * (size_t)count);
-    CHECK(enter, "out of memory");
+    MPI_Comm *comms = malloc(sizeof(MPI_Comm) * (size_t)(ncomms > 0 ? ncomms : 1));
+    CHECK(comms, "out of memory");
+    for (int k = 0; k < ncomms; k++)
+        comms[k] = all_ranks_comm(k);
     for (int i = 0; i < count; i++) {
-        int late = i % size;
+        int late = i % size, which = ncomms ? (i * 7) % ncomms : 0;
+        MPI_Comm c = ncomms ? comms[which] : MPI_COMM_WORLD;
         if (rank == late)
             usleep(i % 3 == 0 ? 2000 : 200);
-        enter[i] = now();
-        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        double t = now();
+        CHECK_MPI(MPI_Barrier(c));
         double left = now();
         /* Tell everyone when the late rank entered, after the fact. */
-        double t = enter[i];
         if (rank == late) {
             for (int r = 0; r < size; r++)
                 if (r != rank)
@@ -220,8 +239,21 @@ static void mode_barrier(int count)
             CHECK_MPI(MPI_Recv(&t, 1, MPI_DOUBLE, late, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             CHECK(left >= t, "barrier %d: left at %.9f before rank %d entered at %.9f", i, left, late, t);
         }
+        if (ncomms && i % 3 == 0) {
+            int root = (i / 3) % size, crank;
+            CHECK_MPI(MPI_Comm_rank(c, &crank));
+            int v = crank == root ? 1000 + i : -1;
+            CHECK_MPI(MPI_Bcast(&v, 1, MPI_INT, root, c));
+            CHECK(v == 1000 + i, "bcast %d from %d after a barrier: %d", i, root, v);
+        }
+        if (ncomms && i % 7 == 6) {
+            CHECK_MPI(MPI_Comm_free(&comms[which]));
+            comms[which] = all_ranks_comm(i);
+        }
     }
-    free(enter);
+    for (int k = 0; k < ncomms; k++)
+        CHECK_MPI(MPI_Comm_free(&comms[k]));
+    free(comms);
 }
 
 static void mode_foreign(void)
@@ -265,8 +297,8 @@ int main(int argc, char **argv)
         CHECK(argc == 3, "flood COUNT");
         mode_flood(atoi(argv[2]));
     } else if (strcmp(mode, "barrier") == 0) {
-        CHECK(argc == 3, "barrier COUNT");
-        mode_barrier(atoi(argv[2]));
+        CHECK(argc == 3 || argc == 4, "barrier COUNT [COMMS]");
+        mode_barrier(atoi(argv[2]), argc == 4 ? atoi(argv[3]) : 0);
     } else if (strcmp(mode, "foreign") == 0) {
         mode_foreign();
     } else {

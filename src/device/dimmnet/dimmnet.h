@@ -50,10 +50,15 @@ struct dn_area_msg {
  *   coll_base + l * coll_stride    the collective area written by the rank
  *                                  with local index l (dimmnet_coll.c):
  *                                  coll_base is the first 64-byte boundary
- *                                  after the last flag area             */
+ *                                  after the last flag area
+ *   sync_base = coll_base +        counter barriers (dimmnet_coll.c), if
+ *     local ranks * coll_stride    they fit: DN_SYNC_SLOTS counter lines,
+ *                                  then DN_SYNC_SLOTS release words    */
 #define DN_BARRIER_ROUNDS 32
 #define DN_BARRIER_BYTES (DN_BARRIER_ROUNDS * 8)
 #define DN_FLAGS_BASE 512
+#define DN_SYNC_SLOTS 16   /* communicators a rank can be in with a counter barrier at once */
+#define DN_SYNC_BYTES (DN_SYNC_SLOTS * 64 + DN_SYNC_SLOTS * 8)
 #define DN_NOTICE_SLOTS 16
 #define DN_VALID (UINT64_C(1) << 63)
 
@@ -96,6 +101,7 @@ struct dn_stats {
     uint64_t credit_waits, ring_waits, notices_in, blocks_in, barriers;
     /* LLCM collectives (barriers above counts both barrier kinds) */
     uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits, coll_allgathers;
+    uint64_t counter_barriers;   /* of barriers: those on an LLCM counter */
 };
 
 /* Shared between the device's files. */

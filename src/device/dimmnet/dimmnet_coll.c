@@ -28,6 +28,14 @@
  * takes or declines the device path on the same grounds, so both sides count
  * the same sequence.
  *
+ * The counter barrier (the DSM paper's sync variable as a counter): every
+ * member adds one to a word in the LLCM of the communicator's rank 0; the
+ * one whose add completes the count stores the release into every other
+ * member's LLCM. Oversubscribed, each core then runs each of its ranks
+ * once per barrier, where a fan-in/fan-out hands the cores over about
+ * three times as often. A communicator's counter line and release word
+ * (slot) are agreed among its members at its first barrier.
+ *
  * MPI_COMM_WORLD above HASHI_DIMMNET_COLL_RANKS ranks, or off the node, keeps
  * the dissemination barrier on epoch words: in round k rank i stores its
  * barrier epoch into word k of rank (i + 2^k) mod n and waits until its own
@@ -73,7 +81,10 @@ static struct {
     int *member;
     uint64_t *seq;
     uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
-    int barrier_alg;       /* HASHI_DIMMNET_BARRIER_ALG: BARRIER_FLAT, _ROOTED or _AUTO */
+    int barrier_alg;       /* HASHI_DIMMNET_BARRIER_ALG: BARRIER_FLAT, _ROOTED, _COUNTER or _AUTO */
+    uint64_t sync_base;    /* counter barriers: DN_SYNC_SLOTS lines, then release words */
+    uint32_t sync_free;    /* slots no communicator of ours holds (bit s: slot s) */
+    int sync_ok;           /* the sync area fits and every local peer can fetch_add */
     void *scratch;         /* copies of peers' contributions read in place */
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
@@ -279,48 +290,195 @@ static int world_dissemination_barrier(void)
     return MPI_SUCCESS;
 }
 
-/* Fan-in to rank 0 of c, fan-out from it: one flag each way per member.
- * Rank 0 leaves first, so an oversubscribed rooted collective that follows
- * (a broadcast from 0) has its data stored before the others run again;
- * the flat exchange instead releases the last rank to arrive first. Pair
- * sequences move between rank 0 and each member only, on both sides. */
-static int rooted_barrier(const struct MPI_ABI_Comm *c)
+/* Fan-in to root, fan-out from it: one flag each way per member. The root
+ * leaves first, so an oversubscribed rooted collective that follows (a
+ * broadcast from that root) has its data stored before the others run
+ * again; the flat exchange and the counter instead release the last rank
+ * to arrive first. Pair sequences move between the root and each member
+ * only, on both sides. */
+static int rooted_barrier(const struct MPI_ABI_Comm *c, int root)
 {
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
-    if (me != 0) {
-        int w = co.member[0];
+    if (me != root) {
+        int w = co.member[root];
         uint64_t seq = ++co.peer[w].seq;
         rc = post(w, seq, NULL, 0);
         if (rc == MPI_SUCCESS)
             wait_arrivals(&w, &seq, 1, -1);
         return rc;
     }
-    for (int i = 1; i < n; i++)
-        co.seq[i] = ++co.peer[co.member[i]].seq;
-    wait_arrivals(co.member, co.seq, n, 0);
-    for (int i = 1; i < n && rc == MPI_SUCCESS; i++)
+    for (int i = 0; i < n; i++)
+        if (i != root)
+            co.seq[i] = ++co.peer[co.member[i]].seq;
+    wait_arrivals(co.member, co.seq, n, root);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (root + k) % n;
         rc = post(co.member[i], co.seq[i], NULL, 0);
+    }
     return rc;
 }
 
-enum { BARRIER_FLAT, BARRIER_ROOTED, BARRIER_AUTO };
+/* ------------------------------------------------------------ counter barrier */
 
-/* auto: rooted while the node's ranks share cores (every rank of the node
- * decides alike: hashi_job.oversubscribed comes from the same modex data).
- * With a core each, the flat exchange is one step (2 ranks under chrt: 0.28
- * against 0.55 us); sharing cores, rank 0 leaving first lets the collective
- * that follows find its data (4 ranks on 2 cores, 8 B bcast after a barrier:
- * 2.6-6.8 -> 0.4-0.8 us; 8 ranks: 40-345 -> 1.1-1.5; barriers alike). */
-static int barrier_rooted(void)
+/* A communicator's counter barrier: its slot (-1: none was free on every
+ * member, so it keeps the other barriers), counter barriers run so far,
+ * and what the last barrier was followed by (see follows_barrier). */
+struct dn_comm_sync {
+    int slot;
+    uint64_t gen;
+    int after_barrier;     /* the last device call on c was a barrier */
+    int next_root;         /* the rooted collective that followed it, or -1 */
+};
+
+/*
+ * Called by every device collective on entry (before it may decline: every
+ * member sees the same sequence of calls on c, so all agree). A barrier
+ * that releases the last arriver first makes a broadcast or reduction
+ * that follows wait for its root to be scheduled again (4 ranks on 2
+ * cores, 8 B bcast after a barrier: 2.4-2.7 against 0.4-0.5 us when the
+ * root leaves first); a counter barrier saves about 1 us over the rooted
+ * one otherwise. So the next barrier on c is rooted at that root when the
+ * last one was followed by a rooted collective, else a counter barrier.
+ */
+static void follows_barrier(struct MPI_ABI_Comm *c, int root)
 {
-    return co.barrier_alg == BARRIER_ROOTED || (co.barrier_alg == BARRIER_AUTO && hashi_job.oversubscribed);
+    struct dn_comm_sync *st = c->device_state;
+    if (st && st->after_barrier) {
+        st->after_barrier = 0;
+        st->next_root = root;
+    }
+}
+
+static uint64_t counter_off(int slot)
+{
+    return co.sync_base + (uint64_t)slot * 64;
+}
+
+static uint64_t release_off(int slot)
+{
+    return co.sync_base + DN_SYNC_SLOTS * 64 + (uint64_t)slot * 8;
+}
+
+/* At the communicator's first barrier: a flat exchange (itself a barrier)
+ * of the members' free-slot masks; every member takes the lowest slot free
+ * on all. The slot's words are zero: zeroed at start-up and when the last
+ * communicator holding them went (comm_free below), after which nobody
+ * writes them: every member's last barrier on it had completed. */
+static int counter_setup(struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
+{
+    uint64_t mask = co.sync_free;
+    int rc = exchange(c, (const unsigned char *)&mask, 0, sizeof mask);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int i = 0; i < c->size; i++)
+        if (i != c->rank) {
+            uint64_t theirs;
+            memcpy(&theirs, data_from(co.member[i], co.seq[i]), sizeof theirs);
+            mask &= theirs;
+        }
+    st->slot = mask ? __builtin_ctzll(mask) : -1;
+    st->next_root = -1;
+    if (st->slot >= 0)
+        co.sync_free &= ~(UINT32_C(1) << st->slot);
+    else
+        HASHI_DEBUG(1, "dimmnet: no counter-barrier slot free on every member of a communicator of %d ranks: "
+                    "its barriers stay rooted", c->size);
+    return MPI_SUCCESS;
+}
+
+static int counter_barrier(const struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
+{
+    int n = c->size, me = c->rank, root = co.member[0];
+    uint64_t gen = ++st->gen, old;
+    if (me == 0) {
+        old = __atomic_fetch_add((uint64_t *)(void *)(co.llcm + counter_off(st->slot)), 1, __ATOMIC_ACQ_REL);
+    } else if (hashi_tl(root)->llcm_fetch_add(root, counter_off(st->slot), 1, &old) != 0) {
+        hashi_log("dimmnet: counter-barrier add at rank %d failed", root);
+        return MPI_ERR_INTERN;
+    }
+    if (old + 1 == gen * (uint64_t)n) {
+        /* The last to arrive: release rank 0 first (a rooted collective that
+         * follows waits for it), then the rest. */
+        for (int k = 0, rc; k < n; k++)
+            if (k != me && (rc = store(co.member[k], release_off(st->slot), gen)) != MPI_SUCCESS)
+                return rc;
+    } else {
+        struct epoch_wait e = { release_off(st->slot), gen };
+        if (!epoch_reached(&e))
+            hashi_progress_wait_until(epoch_reached, &e);
+    }
+    hashi_dn_stats.counter_barriers++;
+    return MPI_SUCCESS;
+}
+
+static void dn_comm_free(struct MPI_ABI_Comm *c)
+{
+    struct dn_comm_sync *st = c->device_state;
+    c->device_state = NULL;
+    if (st && st->slot >= 0 && co.llcm) {
+        /* Ours alone now (see counter_setup): clean for the next holder. */
+        __atomic_store_n((uint64_t *)(void *)(co.llcm + release_off(st->slot)), 0, __ATOMIC_RELAXED);
+        __atomic_store_n((uint64_t *)(void *)(co.llcm + counter_off(st->slot)), 0, __ATOMIC_RELAXED);
+        co.sync_free |= UINT32_C(1) << st->slot;
+    }
+    free(st);
+}
+
+/* The counter barrier on flat communicator c if it has (or now gets) a
+ * slot, rooted instead where follows_barrier says so;
+ * HASHI_DEVICE_COLL_DECLINE if c cannot have a slot. */
+static int try_counter_barrier(struct MPI_ABI_Comm *c)
+{
+    struct dn_comm_sync *st = c->device_state;
+    int rc;
+    if (!st) {
+        if (!(st = calloc(1, sizeof *st)))
+            return MPI_ERR_NO_MEM;   /* on this rank alone: the others would wait; say so */
+        c->device_state = st;
+        rc = counter_setup(c, st);   /* a barrier too */
+    } else if (st->slot < 0) {
+        return HASHI_DEVICE_COLL_DECLINE;
+    } else {
+        rc = st->next_root >= 0 ? rooted_barrier(c, st->next_root) : counter_barrier(c, st);
+    }
+    st->after_barrier = 1;
+    return rc;
+}
+
+enum { BARRIER_FLAT, BARRIER_ROOTED, BARRIER_COUNTER, BARRIER_AUTO };
+
+/* auto: the counter while the node's ranks share cores (every rank of the
+ * node decides alike: hashi_job.oversubscribed comes from the same modex
+ * data), falling back to rooted where a communicator has no counter slot.
+ * With a core each, the flat exchange is one step (2 ranks under chrt: 0.28
+ * against 0.55 us rooted). Sharing cores, a rooted barrier hands each core
+ * over about three times per barrier (docs/dimmnet.md, "Counter barrier"),
+ * the counter about once per rank. */
+static int barrier_kind(void)
+{
+    if (co.barrier_alg != BARRIER_AUTO)
+        return co.barrier_alg;
+    return hashi_job.oversubscribed ? BARRIER_COUNTER : BARRIER_FLAT;
+}
+
+/* A barrier on a flat communicator. */
+static int flat_barrier(struct MPI_ABI_Comm *c)
+{
+    int kind = barrier_kind();
+    if (kind == BARRIER_COUNTER) {
+        int rc = co.sync_ok ? try_counter_barrier(c) : HASHI_DEVICE_COLL_DECLINE;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return rc;
+        kind = hashi_job.oversubscribed ? BARRIER_ROOTED : BARRIER_FLAT;
+    }
+    return kind == BARRIER_ROOTED ? rooted_barrier(c, 0) : exchange(c, NULL, 0, 0);
 }
 
 static int dn_barrier(struct MPI_ABI_Comm *c)
 {
     int rc;
     if (flat_comm(c))
-        rc = barrier_rooted() ? rooted_barrier(c) : exchange(c, NULL, 0, 0);
+        rc = flat_barrier(c);
     else if (c == &hashi_comm_world)
         rc = world_dissemination_barrier();
     else
@@ -334,6 +492,7 @@ static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm 
 
 static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
 {
+    follows_barrier(c, root);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
@@ -546,6 +705,7 @@ static hashi_op_kernel_fn reduction_kernel(MPI_Datatype type, MPI_Op op, MPI_Cou
 static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                         struct MPI_ABI_Comm *c)
 {
+    follows_barrier(c, -1);
     size_t bytes = 0;
     hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
     if (!fn || !flat_comm(c))
@@ -597,6 +757,7 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
 static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
                      struct MPI_ABI_Comm *c)
 {
+    follows_barrier(c, root);
     size_t bytes = 0;
     hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
     if (!fn || !flat_comm(c))
@@ -642,6 +803,7 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
 
 static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
 {
+    follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc;
@@ -667,6 +829,7 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
 /* Allgather: the alltoall's one step with the same block to every member. */
 static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
 {
+    follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc;
@@ -699,6 +862,7 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
     ops->allgather = coll ? dn_allgather : NULL;
     ops->reduce = coll ? dn_reduce : NULL;
     ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
+    ops->comm_free = dn_comm_free;
 }
 
 /* Sets the area layout for co.slots slots, in whole cache lines or packed;
@@ -736,8 +900,10 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
     const char *alg = hashi_param_str(HASHI_P_DIMMNET_BARRIER_ALG);
-    co.barrier_alg = strcmp(alg, "rooted") == 0 ? BARRIER_ROOTED : strcmp(alg, "flat") == 0 ? BARRIER_FLAT
-                                                                                          : BARRIER_AUTO;
+    co.barrier_alg = strcmp(alg, "rooted") == 0    ? BARRIER_ROOTED
+                     : strcmp(alg, "flat") == 0    ? BARRIER_FLAT
+                     : strcmp(alg, "counter") == 0 ? BARRIER_COUNTER
+                                                   : BARRIER_AUTO;
     co.payload = (co.max_bytes + DN_COLL_ALIGN - 1) & ~(size_t)(DN_COLL_ALIGN - 1);
     co.base = (flags_end + 63) & ~(size_t)63;
     co.llcm = hashi_transport_llcm();
@@ -750,6 +916,13 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
         if (layout_fits(1, local, llcm_size) || layout_fits(0, local, llcm_size))
             break;
     co.flat = co.max_ranks >= 2 && co.slots >= 2;
+    /* The counter barriers' words after the areas, where they fit. */
+    co.sync_base = co.base + (size_t)local * co.stride;
+    co.sync_free = (uint32_t)((UINT64_C(1) << DN_SYNC_SLOTS) - 1);
+    co.sync_ok = co.flat && co.sync_base + DN_SYNC_BYTES <= llcm_size;
+    for (int r = 0; r < n && co.sync_ok; r++)
+        if (r != hashi_job.rank && hashi_job.peer_is_local[r])
+            co.sync_ok = hashi_tl(r)->id == HASHI_TL_EMU && hashi_tl(r)->llcm_fetch_add;
     if (!co.flat && co.max_ranks >= 2)
         HASHI_DEBUG(1, "dimmnet: %d collective areas of 2 slots of %zu bytes do not fit the LLCM (%zu bytes, %zu "
                     "used by flag areas): flat LLCM collectives off (raise HASHI_DIMMNET_LLCM_SIZE or lower "

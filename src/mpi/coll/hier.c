@@ -174,6 +174,8 @@ struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const cha
 
 void hashi_coll_comm_free(struct MPI_ABI_Comm *c)
 {
+    if (c->device_state && hashi_device->coll.comm_free)
+        hashi_device->coll.comm_free(c);
     struct hashi_coll_hier *h = c->coll_state;
     c->coll_state = NULL;
     if (!h || h == &flat_layout)

@@ -584,6 +584,16 @@ static int emu_llcm_write(int peer, uint64_t offset, const void *data, size_t le
     return 0;
 }
 
+static int emu_llcm_fetch_add(int peer, uint64_t offset, uint64_t add, uint64_t *old)
+{
+    if (offset % 8 || offset > emu.cfg.llcm_size - 8)
+        return -EINVAL;
+    struct emu_peer *p = &emu.peer[emu.local_of[peer]];
+    *old = __atomic_fetch_add((uint64_t *)(void *)((unsigned char *)p->hdr + p->hdr->llcm_off + offset), add,
+                              __ATOMIC_ACQ_REL);
+    return 0;
+}
+
 const struct hashi_tl_ops hashi_tl_emu_ops = {
     .name = "emu",
     .id = HASHI_TL_EMU,
@@ -594,6 +604,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .progress = emu_progress,
     .tiny_write = emu_tiny_write,
     .llcm_write = emu_llcm_write,
+    .llcm_fetch_add = emu_llcm_fetch_add,
     .block_alloc = emu_block_alloc,
     .block_kick = emu_block_kick,
     .notify = emu_notify,
