@@ -24,6 +24,18 @@
  *                         while rank 1's credit return is on its way: a
  *                         send out of credits may skip its own CQ read once
  *                         after an empty one, never for good
+ *   fabric_order inject_burst  (2 ranks, tcp, HASHI_FABRIC_TX_SLOTS=4,
+ *                         HASHI_FABRIC_INJECT at least 16 KiB + 8) with
+ *                         blocks of up to 16 KiB, rank 0 sends 40 of them of
+ *                         assorted lengths without calling progress: each
+ *                         goes by fi_inject (the inject size widened to the
+ *                         largest block) and hands its send slot back at
+ *                         once, so 4 slots never run out; the slot is
+ *                         rewritten for the next block straight away, and
+ *                         rank 1 checks every byte of every block; with
+ *                         HASHI_FABRIC_INJECT=0 the blocks go by fi_send
+ *                         from the slots instead (the sender progresses
+ *                         when they run out)
  *   fabric_order badprov  (singleton, FI_PROVIDER naming no provider) init
  *                         fails with one line naming FI_PROVIDER
  *   fabric_order bench    (2 ranks) PUSH and PULL bandwidth by size, best and
@@ -52,6 +64,8 @@
 #define OFF_C 16
 #define WIDE (1ull << 63)
 #define ECHO (1ull << 62)
+#define BURST_BLOCK_MAX 16384
+#define BURST 40
 
 __attribute__((format(printf, 1, 2), noreturn))
 static void fail(const char *fmt, ...)
@@ -101,6 +115,31 @@ static int flood;
 static int credit_poll;
 static uint64_t credit_poll_seen;   /* rank 1: blocks received in credit_poll mode */
 static uint64_t *flood_blocks, *flood_answers;
+static int inject_burst;
+static uint64_t burst_seen;         /* rank 1: blocks received in inject_burst mode */
+static size_t net_block_max;        /* hashi_tl_config.net_block_max (inject_burst) */
+
+/* inject_burst: block k's length and its byte i. */
+static size_t burst_len(uint64_t k)
+{
+    return 1 + (size_t)(k * 4099) % BURST_BLOCK_MAX;
+}
+
+static unsigned char burst_byte(uint64_t k, size_t i)
+{
+    return (unsigned char)(k * 131 + i * 7 + (i >> 8));
+}
+
+static void burst_block(int src, const unsigned char *msg, size_t len)
+{
+    uint64_t k = burst_seen + 1;
+    CHECK(src == 0 && len == burst_len(k), "inject_burst: block %" PRIu64 " of %zu bytes from %d (expected %zu)",
+          k, len, src, burst_len(k));
+    for (size_t i = 0; i < len; i++)
+        CHECK(msg[i] == burst_byte(k, i), "inject_burst: block %" PRIu64 " byte %zu is %#x, expected %#x", k, i,
+              msg[i], burst_byte(k, i));
+    burst_seen = k;
+}
 
 #define OFF_FLOOD(src) (64 + 8 * (uint64_t)(src))
 
@@ -134,6 +173,10 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
     (void)ctx;
     if (flood) {
         flood_block(src, msg, len);
+        return;
+    }
+    if (inject_burst) {
+        burst_block(src, msg, len);
         return;
     }
     if (credit_poll) {
@@ -206,8 +249,8 @@ static void setup(void)
     np = hashi_job.size;
     right = (me + 1) % np;
     left = (me + np - 1) % np;
-    struct hashi_tl_config cfg = { .llcm_size = LLCM_SIZE, .block_max = BLOCK_MAX, .on_block = on_block,
-                                   .on_notify = on_notify };
+    struct hashi_tl_config cfg = { .llcm_size = LLCM_SIZE, .block_max = BLOCK_MAX, .net_block_max = net_block_max,
+                                   .on_block = on_block, .on_notify = on_notify };
     CHECK(hashi_transport_init(&cfg, err, sizeof err) == 0, "transport init: %s", err);
     CHECK(hashi_wake_create(err, sizeof err) == 0, "%s", err);
     CHECK(hashi_rt_exchange(err, sizeof err) == 0, "%s", err);
@@ -409,10 +452,53 @@ static void run_credit_poll(void)
     printf("rank %d of %d ok\n", me, np);
 }
 
+static int burst_done(void)
+{
+    return burst_seen == BURST;
+}
+
+/* inject_burst mode (see the top). */
+static void run_inject_burst(void)
+{
+    CHECK(np == 2 && hashi_param_int(HASHI_P_FABRIC_TX_SLOTS) == 4, "inject_burst runs on 2 ranks with 4 send slots");
+    CHECK(hashi_tl(1 - me)->id == HASHI_TL_FABRIC, "rank %d is not reached through the fabric transport", 1 - me);
+    int injecting = hashi_param_int(HASHI_P_FABRIC_INJECT) != 0;
+    if (me == 0) {
+        /* No progress in between (when injecting): no send completion can hand a slot back. */
+        for (uint64_t k = 1; k <= BURST; k++) {
+            size_t len = burst_len(k);
+            int rc;
+            unsigned char *b;
+            while (!(b = hashi_tl(1)->block_alloc(1, len, &rc)) && rc == -EAGAIN && !injecting)
+                hashi_transport_progress();
+            CHECK(b, "inject_burst: block %" PRIu64 " (%zu bytes) found no send slot: %s (an injected block "
+                  "should hand its slot back at once)", k, len, strerror(-rc));
+            for (size_t i = 0; i < len; i++)
+                b[i] = burst_byte(k, i);
+            hashi_tl(1)->block_kick(1, len);
+        }
+    } else {
+        while (!burst_done())
+            hashi_transport_wait(poll_once, 1000);
+    }
+    fence_progressing();
+    hashi_transport_finalize();
+    hashi_wake_detach();
+    hashi_rt_finalize();
+    printf("rank %d of %d ok\n", me, np);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "badprov"))
         return badprov();
+    if (argc > 1 && !strcmp(argv[1], "inject_burst")) {
+        inject_burst = 1;
+        net_block_max = BURST_BLOCK_MAX;
+        setup();
+        run_inject_burst();
+        return 0;
+    }
     setup();
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         bench();
