@@ -169,6 +169,9 @@ struct hashi_tl_ops {
     /* A notification: value reaches peer's on_notify in order with the
      * blocks. 0, or -EAGAIN. Wakes the peer. */
     int (*notify)(int peer, uint64_t value);
+    /* Whether something peer sent waits undelivered here (emu: one load of
+     * the inbound ring's next record). Optional (NULL: unknown). */
+    int (*pending_from)(int peer);
 
     /*
      * PUSH: write len bytes at src into peer's registered region rkey at

@@ -21,6 +21,12 @@
  *                        counter slots), every 7th round one freed and
  *                        replaced (its slot reused), every 3rd barrier
  *                        followed by a broadcast from a changing root
+ *   busypull COUNT SIZE  ranks 0 and 1 send each other COUNT messages of SIZE
+ *                        bytes at once (with a small ring, the busy pull's
+ *                        case): into posted receives; unexpected, taken by
+ *                        Iprobe, Mprobe / Mrecv and ANY_TAG receives in
+ *                        order; blocking sends both ways before any receive
+ *                        (must not deadlock); one truncated
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -256,6 +262,101 @@ static void mode_barrier(int count, int ncomms)
     free(comms);
 }
 
+static void exchange_window(unsigned char *out, int count, size_t bytes, int peer, int tag, int base)
+{
+    MPI_Request *rq = malloc(sizeof *rq * (size_t)count);
+    CHECK(rq, "out of memory");
+    for (int i = 0; i < count; i++) {
+        fill(out + (size_t)i * bytes, bytes, rank, base + i);
+        CHECK_MPI(MPI_Isend(out + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[i]));
+    }
+    CHECK_MPI(MPI_Waitall(count, rq, MPI_STATUSES_IGNORE));
+    free(rq);
+}
+
+static void mode_busypull(int count, size_t bytes)
+{
+    CHECK(size >= 2, "busypull needs 2 ranks");
+    MPI_Comm pair;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair));
+    if (rank > 1)
+        return;   /* the others wait in the final barrier meanwhile */
+    int peer = 1 - rank;
+    unsigned char *out = malloc((size_t)count * bytes), *in = malloc((size_t)count * bytes);
+    MPI_Request *rq = malloc(sizeof *rq * (size_t)count);
+    CHECK(out && in && rq, "out of memory");
+    MPI_Status st;
+
+    /* Into posted receives. */
+    for (int i = 0; i < count; i++)
+        CHECK_MPI(MPI_Irecv(in + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &rq[i]));
+    CHECK_MPI(MPI_Barrier(pair));
+    exchange_window(out, count, bytes, peer, 1, 0);
+    for (int i = 0; i < count; i++) {
+        CHECK_MPI(MPI_Wait(&rq[i], &st));
+        check_status(&st, peer, 1, bytes);
+        verify(in + (size_t)i * bytes, bytes, peer, i, "posted");
+    }
+
+    /* Unexpected: both send first, then take them in order. */
+    CHECK_MPI(MPI_Barrier(pair));
+    exchange_window(out, count, bytes, peer, 2, 1000);
+    int flag = 0;
+    while (!flag)
+        CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
+    check_status(&st, peer, 2, bytes);
+    for (int i = 0; i < count; i++) {
+        memset(in, 0xee, bytes);
+        if (i % 3 == 0) {
+            MPI_Message msg;
+            CHECK_MPI(MPI_Mprobe(peer, 2, MPI_COMM_WORLD, &msg, &st));
+            check_status(&st, peer, 2, bytes);
+            CHECK_MPI(MPI_Mrecv(in, (int)bytes, MPI_BYTE, &msg, &st));
+        } else {
+            CHECK_MPI(MPI_Recv(in, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        }
+        check_status(&st, peer, 2, bytes);
+        verify(in, bytes, peer, 1000 + i, "unexpected");
+    }
+
+    /* Blocking sends both ways before either receives. */
+    CHECK_MPI(MPI_Barrier(pair));
+    for (int i = 0; i < count; i++) {
+        fill(out, bytes, rank, 2000 + i);
+        CHECK_MPI(MPI_Send(out, (int)bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD));
+    }
+    for (int i = 0; i < count; i++) {
+        CHECK_MPI(MPI_Recv(in, (int)bytes, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &st));
+        check_status(&st, peer, 3, bytes);
+        verify(in, bytes, peer, 2000 + i, "blocking");
+    }
+
+    /* Truncated, whichever way it went: only the buffer's bytes written. */
+    CHECK_MPI(MPI_Barrier(pair));
+    exchange_window(out, count, bytes, peer, 4, 3000);
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    for (int i = 0; i < count; i++) {
+        size_t room = i == count - 1 ? bytes / 2 : bytes;
+        memset(in, 0xee, bytes);
+        int rc = MPI_Recv(in, (int)room, MPI_BYTE, peer, 4, MPI_COMM_WORLD, &st);
+        if (room < bytes) {
+            int cls;
+            MPI_Error_class(rc, &cls);
+            CHECK(cls == MPI_ERR_TRUNCATE, "truncated receive: error class %d, expected MPI_ERR_TRUNCATE", cls);
+            verify(in, room, peer, 3000 + i, "truncated");
+            CHECK(in[room] == 0xee, "truncated receive wrote past its buffer");
+        } else {
+            CHECK(rc == MPI_SUCCESS, "receive %d failed", i);
+            verify(in, bytes, peer, 3000 + i, "before the truncated one");
+        }
+    }
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Comm_free(&pair));
+    free(rq);
+    free(in);
+    free(out);
+}
+
 static void mode_foreign(void)
 {
     int v = 42;
@@ -299,6 +400,9 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "barrier") == 0) {
         CHECK(argc == 3 || argc == 4, "barrier COUNT [COMMS]");
         mode_barrier(atoi(argv[2]), argc == 4 ? atoi(argv[3]) : 0);
+    } else if (strcmp(mode, "busypull") == 0) {
+        CHECK(argc == 4, "busypull COUNT SIZE");
+        mode_busypull(atoi(argv[2]), (size_t)atol(argv[3]));
     } else if (strcmp(mode, "foreign") == 0) {
         mode_foreign();
     } else {

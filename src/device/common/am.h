@@ -42,6 +42,7 @@ typedef void (*hashi_am_done_fn)(void *arg, int status);
 
 /* send() flags. */
 #define HASHI_AM_SEND_BUFFERED 0x1u  /* copy now; done = handed to the transport */
+#define HASHI_AM_SEND_NOWAIT 0x2u    /* may answer -EAGAIN instead of queueing (see send) */
 
 struct hashi_am_ops {
     const char *name;
@@ -77,6 +78,10 @@ struct hashi_am_ops {
      * its queues are full it keeps the operation and posts it from
      * progress(). Returns 0, or -1 if the device cannot send at all (then
      * done is never called).
+     *   HASHI_AM_SEND_NOWAIT: where keeping the message would cost the
+     *     device a copy it thinks dearer than the receiver reading the
+     *     sender's buffer (DIMMnet on emu: the peer's ring is full), it may
+     *     return -EAGAIN instead, having sent and kept nothing.
      */
     int (*send)(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
                 hashi_am_done_fn done, void *arg);
@@ -155,6 +160,20 @@ enum hashi_am_rndv {
  * pull_percent of each (rounded to 4 KiB).
  */
 void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent);
+
+/*
+ * Busy pull (devices with get): an eager message of at least min_bytes (0:
+ * never) that the device cannot take at once (HASHI_AM_SEND_NOWAIT answered
+ * -EAGAIN) goes as an RTS marked "pull now" instead of a queued copy. The
+ * receiver reads it on arrival, into the posted receive or, unmatched, into
+ * an unexpected buffer, and answers FIN: the send completes by the
+ * receiver's progress alone, as an eager one would (no match needed), while
+ * the sender copies nothing. Both cores busy (bidirectional windows), each
+ * message is then copied once, by its receiver.
+ */
+void hashi_am_core_set_busy_pull(size_t min_bytes);
+/* Messages sent that way so far (device statistics). */
+extern uint64_t hashi_am_busy_pulls;
 
 /*
  * After hashi_am_core_init: rendezvous messages from world rank peer are

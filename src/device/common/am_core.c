@@ -44,6 +44,7 @@
 #include "runtime/wake.h"
 
 #include <mpi.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ enum am_type {
 struct am_hdr {
     uint8_t type;
     uint8_t rkey_len;       /* RTS, CTS: bytes of remote key right after the header (0: none) */
-    uint16_t reserved;
+    uint16_t flags;         /* RTS: AM_PULL_NOW */
     int32_t src_world;      /* sender's world rank, for answers */
     uint32_t context_id;
     int32_t source;         /* sender's rank in the communicator */
@@ -70,6 +71,11 @@ struct am_hdr {
     uint32_t cookie2;       /* CTS, DATA: the receiver's request */
     uint64_t size;          /* EAGER_SYNC: payload; RTS: message; CTS: bytes wanted; DATA: offset */
 };
+/* An RTS for an eager-sized message the device could not take at once
+ * (hashi_am_core_set_busy_pull): the receiver reads it on arrival, matched
+ * or not, and answers FIN. */
+#define AM_PULL_NOW 0x1u
+
 /* The plain eager header is the short form, so that a small message and its
  * envelope fit one cache line of a device's ring (DIMMnet on emu: slot 16 +
  * block 8 + 24 + up to 16 bytes of data). */
@@ -120,6 +126,7 @@ struct am_recv_state {
     uint8_t parts;          /* split: its read's FIN and the sender's PUT_DONE, both needed to complete */
     uint8_t busy, again;    /* rndv_get_more running / asked to run again */
     uint8_t rkey_len;
+    uint8_t pull_now;       /* an AM_PULL_NOW RTS: read it all ourselves, no split, no put */
     unsigned char rkey[HASHI_AM_RKEY_MAX];
     void *mem;              /* receive-first: our buffer, registered for the sender's put */
 };
@@ -148,11 +155,14 @@ struct am_unexp {
     struct hashi_mq_unexp q;
     uint8_t type;
     uint8_t rkey_len;
+    uint8_t pulling;        /* busy pull: our read of the sender's buffer into data is under way */
     int src_world;
+    int error;              /* busy pull: the read failed (MPI error class) */
     uint32_t cookie;
     uint64_t size;
+    struct MPI_ABI_Request *req;  /* busy pull: the receive that matched it while pulling */
     unsigned char rkey[HASHI_AM_RKEY_MAX];
-    unsigned char data[];   /* eager payload */
+    unsigned char data[];   /* eager payload (busy pull: once read, it is one) */
 };
 
 /* An arrival ahead of its sequence number. */
@@ -179,6 +189,7 @@ static struct am_core {
     int use_notice;         /* ACK / FIN / PUT_DONE as device notices */
     enum hashi_am_rndv rndv;
     size_t split_min;       /* AUTO: split messages of at least this many bytes (0: never) */
+    size_t busy_pull_min;   /* eager messages from this size may go as AM_PULL_NOW (0: never) */
     unsigned split_pull;    /* percent of a split message the receiver reads */
     struct hashi_mq mq;
     struct hashi_cookies cookies;
@@ -187,6 +198,7 @@ static struct am_core {
 } core;
 
 struct hashi_device_p2p_ops hashi_am_p2p_ops;
+uint64_t hashi_am_busy_pulls;
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -420,6 +432,11 @@ static void rndv_recv_start(struct MPI_ABI_Request *req, int posted_first)
     r->gets_out = 0;
     r->busy = r->again = 0;
     r->parts = 0;
+    if (r->pull_now) {
+        /* The sender is busy (its peer's ring was full): read it all. */
+        rndv_get_more(req);
+        return;
+    }
     uint64_t from = rndv_split_point(r);
     if (from) {
         /* Both parts at once: the sender's put starts on our CTS while we read. */
@@ -457,7 +474,7 @@ static void rndv_recv_start(struct MPI_ABI_Request *req, int posted_first)
 /* A receive and a message met: place eager data or start the rendezvous. */
 static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int src_world, int source, int tag,
                          uint32_t cookie, uint64_t size, const void *payload, const unsigned char *rkey,
-                         uint8_t rkey_len, int posted_first)
+                         uint8_t rkey_len, int posted_first, int pull_now)
 {
     struct am_recv_state *r = recv_state(req);
     r->peer_world = src_world;
@@ -468,6 +485,7 @@ static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int s
     r->cookie = 0;
     r->peer_cookie = cookie;
     if (type == AM_RTS) {
+        r->pull_now = (uint8_t)pull_now;
         r->rkey_len = rkey_len;
         if (rkey_len)
             memcpy(r->rkey, rkey, rkey_len);
@@ -482,14 +500,70 @@ static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int s
         complete_recv(req);
 }
 
+/* A busy-pulled message meets its receive: it is an eager one now, or an
+ * error if the read failed. */
+static void recv_pulled(struct MPI_ABI_Request *req, struct am_unexp *u)
+{
+    if (!u->error) {
+        recv_matched(req, AM_EAGER, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, NULL, 0, 0,
+                     0);
+    } else {
+        struct am_recv_state *r = recv_state(req);
+        r->peer_world = u->src_world;
+        r->source = u->q.source;
+        r->tag = u->q.tag;
+        r->size = u->size;
+        r->want = 0;
+        r->cookie = 0;
+        r->error = u->error;
+        complete_recv(req);
+    }
+    free(u);
+}
+
 static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
 {
+    if (u->pulling) {
+        /* Still being read: the read's completion delivers it. */
+        u->req = req;
+        return;
+    }
+    if (u->error) {
+        recv_pulled(req, u);
+        return;
+    }
     recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
-                 u->rkey_len, 0);
+                 u->rkey_len, 0, 0);
     free(u);
 }
 
 static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, size_t body_len);
+
+/* Our read of a busy-pulled message into its unexpected buffer is over:
+ * release the sender, and deliver to the receive that matched meanwhile. */
+static void unexp_pulled(void *arg, int status)
+{
+    struct am_unexp *u = arg;
+    u->pulling = 0;
+    if (status != 0) {
+        hashi_log("matching core: reading a message of %" PRIu64 " bytes from rank %d failed", u->size,
+                  u->src_world);
+        u->error = MPI_ERR_OTHER;
+    }
+    u->type = AM_EAGER;
+    u->rkey_len = 0;
+    if (!u->error)
+        hashi_vg_written_by_peer(u->data, u->size);
+    send_control(u->src_world, AM_FIN, u->cookie, 0, 0, NULL, NULL);
+    if (u->req)
+        recv_pulled(u->req, u);
+}
+
+/* Whether h is a busy-pull RTS we can read in one get (else a plain RTS). */
+static inline int pulls_now(const struct am_hdr *h)
+{
+    return h->type == AM_RTS && (h->flags & AM_PULL_NOW) && h->rkey_len && h->size <= core.am->max_get;
+}
 
 /* EAGER, EAGER_SYNC or RTS, in sequence order. */
 static void arrival(const struct am_hdr *h, const unsigned char *body, size_t body_len)
@@ -497,10 +571,11 @@ static void arrival(const struct am_hdr *h, const unsigned char *body, size_t bo
     struct hashi_mq_posted *p = hashi_mq_match_arrival(&core.mq, h->context_id, h->source, h->tag);
     const unsigned char *rkey = body;
     const unsigned char *payload = h->type == AM_RTS ? NULL : body;
+    int pull_now = pulls_now(h);
     if (p) {
         struct am_recv_state *r = container_of(p, struct am_recv_state, posted);
         recv_matched(req_of_recv(r), h->type, h->src_world, h->source, h->tag, h->cookie, h->size, payload,
-                     rkey, h->rkey_len, 1);
+                     rkey, h->rkey_len, 1, pull_now);
         return;
     }
     queue_unexpected(h, body, body_len);
@@ -510,7 +585,8 @@ static void arrival(const struct am_hdr *h, const unsigned char *body, size_t bo
  * envelope (and an eager payload) for a later receive or probe. */
 static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, size_t body_len)
 {
-    size_t keep = h->type == AM_RTS ? 0 : body_len;
+    int pull_now = pulls_now(h);
+    size_t keep = pull_now ? (size_t)h->size : h->type == AM_RTS ? 0 : body_len;
     struct am_unexp *u = malloc(sizeof *u + keep);
     if (!u) {
         hashi_log("matching core: out of memory queueing an unexpected message of %zu bytes from rank %d", keep,
@@ -525,13 +601,22 @@ static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, 
     u->cookie = h->cookie;
     u->size = h->size;
     u->rkey_len = h->type == AM_RTS ? h->rkey_len : 0;
+    u->pulling = 0;
+    u->error = 0;
+    u->req = NULL;
     if (u->rkey_len)
         memcpy(u->rkey, body, u->rkey_len);   /* an RTS carries its key where a payload would be */
-    if (keep)
+    if (keep && !pull_now)
         memcpy(u->data, body, keep);
     if (hashi_mq_add_unexp(&core.mq, &u->q) != 0) {
         hashi_log("matching core: out of memory in the unexpected queue");
         abort();
+    }
+    if (pull_now) {
+        /* Queued first: the read may complete inside the call. */
+        u->pulling = 1;
+        if (core.am->get(u->src_world, u->data, keep, u->rkey, 0, unexp_pulled, u) != 0)
+            unexp_pulled(u, -1);
     }
 }
 
@@ -854,6 +939,61 @@ static void eager_sync_done(void *arg, int status)
     send_progressed(req, WAIT_LOCAL);
 }
 
+/* The flags of an eager send of len bytes: may the device refuse to queue? */
+static inline unsigned eager_flags(size_t len)
+{
+    return core.busy_pull_min && len >= core.busy_pull_min ? HASHI_AM_SEND_BUFFERED | HASHI_AM_SEND_NOWAIT
+                                                           : HASHI_AM_SEND_BUFFERED;
+}
+
+/* Announce req's message (h: envelope filled) by RTS, with a key to its
+ * buffer when the device can register it. pull_now: an eager message the
+ * device would have had to copy (hashi_am_core_set_busy_pull); without a
+ * key it is not sent (returns 1: the caller sends it eagerly after all). */
+static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, int pull_now)
+{
+    struct am_send_state *s = send_state(req);
+    struct am_peer *peer = &core.peers[req->dest_world];
+    unsigned char wire[sizeof *h + HASHI_AM_RKEY_MAX];
+    size_t hdr_len = sizeof *h;
+    s->waiting = WAIT_CTS;
+    h->rkey_len = 0;
+    if (core.use_get && core.am->mem_reg(req->dev_buf, h->size, req->dest_world, &s->mem, wire + sizeof *h) == 0) {
+        h->rkey_len = (uint8_t)core.am->rkey_size;
+        hdr_len += core.am->rkey_size;
+        s->waiting = WAIT_FIN;
+    } else {
+        s->mem = NULL;
+        if (pull_now)
+            return 1;
+    }
+    s->cookie = hashi_cookie_new(&core.cookies, req);
+    if (!s->cookie) {
+        if (s->mem)
+            core.am->mem_dereg(s->mem);
+        s->mem = NULL;
+        return MPI_ERR_NO_MEM;
+    }
+    h->type = AM_RTS;
+    h->flags = pull_now ? AM_PULL_NOW : 0;
+    h->cookie = s->cookie;
+    h->seq = peer->send_seq++;
+    /* The RTS goes out as one buffer: header then key. */
+    memcpy(wire, h, sizeof *h);
+    if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
+        peer->send_seq--;
+        if (s->mem)
+            core.am->mem_dereg(s->mem);
+        s->mem = NULL;
+        hashi_cookie_free(&core.cookies, s->cookie);
+        s->cookie = 0;
+        return MPI_ERR_OTHER;
+    }
+    if (pull_now)
+        hashi_am_busy_pulls++;
+    return MPI_SUCCESS;
+}
+
 static int am_isend(struct MPI_ABI_Request *req)
 {
     struct am_send_state *s = send_state(req);
@@ -865,7 +1005,6 @@ static int am_isend(struct MPI_ABI_Request *req)
     size_t len = req->dev_bytes;
     struct {
         struct am_hdr h;
-        unsigned char rkey[HASHI_AM_RKEY_MAX];
     } m;
     memset(&m.h, 0, sizeof m.h);
     m.h.src_world = hashi_job.rank;
@@ -877,6 +1016,19 @@ static int am_isend(struct MPI_ABI_Request *req)
 
     if (len <= core.eager_limit) {
         if (req->send_mode != HASHI_SEND_SYNC) {
+            m.h.type = AM_EAGER;
+            m.h.seq = peer->send_seq++;
+            unsigned flags = eager_flags(len);
+            int rc = core.am->send(req->dest_world, &m.h, AM_SHORT_HDR, req->dev_buf, len, flags, eager_done, req);
+            if (rc == 0)
+                return MPI_SUCCESS;
+            peer->send_seq--;
+            if (rc != -EAGAIN || !(flags & HASHI_AM_SEND_NOWAIT))
+                return MPI_ERR_OTHER;
+            /* The device would have queued a copy: let the receiver read it. */
+            rc = send_rts(req, &m.h, 1);
+            if (rc != 1)
+                return rc;
             m.h.type = AM_EAGER;
             m.h.seq = peer->send_seq++;
             if (core.am->send(req->dest_world, &m.h, AM_SHORT_HDR, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
@@ -902,33 +1054,7 @@ static int am_isend(struct MPI_ABI_Request *req)
         return MPI_SUCCESS;
     }
 
-    s->cookie = hashi_cookie_new(&core.cookies, req);
-    if (!s->cookie)
-        return MPI_ERR_NO_MEM;
-    m.h.type = AM_RTS;
-    m.h.cookie = s->cookie;
-    m.h.seq = peer->send_seq++;
-    size_t hdr_len = sizeof m.h;
-    s->waiting = WAIT_CTS;
-    if (core.use_get && core.am->mem_reg(req->dev_buf, len, req->dest_world, &s->mem, m.rkey) == 0) {
-        m.h.rkey_len = (uint8_t)core.am->rkey_size;
-        hdr_len += core.am->rkey_size;
-        s->waiting = WAIT_FIN;
-    }
-    /* The RTS goes out as one buffer: header then key. */
-    unsigned char wire[sizeof m.h + HASHI_AM_RKEY_MAX];
-    memcpy(wire, &m.h, sizeof m.h);
-    memcpy(wire + sizeof m.h, m.rkey, hdr_len - sizeof m.h);
-    if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
-        peer->send_seq--;
-        if (s->mem)
-            core.am->mem_dereg(s->mem);
-        s->mem = NULL;
-        hashi_cookie_free(&core.cookies, s->cookie);
-        s->cookie = 0;
-        return MPI_ERR_OTHER;
-    }
-    return MPI_SUCCESS;
+    return send_rts(req, &m.h, 0);
 }
 
 /* The blocking standard send of an eager message: the same EAGER message
@@ -948,7 +1074,10 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
         .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
         .tag = tag, .seq = peer->send_seq, .size = len,
     };
-    if (core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0)
+    int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, eager_flags(len), NULL, NULL);
+    if (rc == -EAGAIN && (eager_flags(len) & HASHI_AM_SEND_NOWAIT))
+        return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a busy pull */
+    if (rc != 0)
         return MPI_ERR_OTHER;
     peer->send_seq++;
     return MPI_SUCCESS;
@@ -1106,16 +1235,23 @@ int hashi_am_core_set_peer_get(int peer)
     return 0;
 }
 
+void hashi_am_core_set_busy_pull(size_t min_bytes)
+{
+    core.busy_pull_min = core.use_get ? min_bytes : 0;
+}
+
 void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent)
 {
     core.split_min = min_bytes;
     core.split_pull = pull_percent < 100 ? pull_percent : 100;
 }
 
-static void free_unexp(struct hashi_mq_unexp *u, void *arg)
+static void free_unexp(struct hashi_mq_unexp *q, void *arg)
 {
     (void)arg;
-    free(container_of(u, struct am_unexp, q));
+    struct am_unexp *u = container_of(q, struct am_unexp, q);
+    if (!u->pulling)   /* a read still landing there (the sender never waited for it): leave it */
+        free(u);
 }
 
 void hashi_am_core_finalize(void)

@@ -481,6 +481,14 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
         if (rc != -EAGAIN)
             return -1;
     }
+    /* Its ring full and its own messages waiting for us, the peer on emu
+     * is as busy as we are (both ways at once): it reads the message
+     * itself faster than we could copy it aside and then into its ring.
+     * Sending only, we keep copying (the receiver is the bottleneck). */
+    const struct hashi_tl_ops *tl = hashi_tl(dest);
+    if ((flags & HASHI_AM_SEND_NOWAIT) && !have_op && one_block(p, hdr_len, len) && tl->id == HASHI_TL_EMU &&
+        tl->pending_from && tl->pending_from(dest))
+        return -EAGAIN;
     if (!have_op)
         op_init_send(&op, hdr, hdr_len, data, len);
     struct dn_op *q = malloc(sizeof *q);
@@ -1094,6 +1102,7 @@ static int dn_init(char *err, size_t errlen)
     if (hashi_am_core_init(&dn.ops, (size_t)eager, mode, err, errlen) != 0)
         return -1;
     hashi_am_core_set_split((size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN), (unsigned)split_pull);
+    hashi_am_core_set_busy_pull((size_t)hashi_param_int(HASHI_P_DIMMNET_BUSY_PULL_MIN));
     hashi_device_dimmnet.p2p = hashi_am_p2p_ops;
     hashi_dn_coll_ops(&hashi_device_dimmnet.coll);
     return 0;
@@ -1161,11 +1170,12 @@ static void print_stats(void)
             " window1 %" PRIu64 ") push %" PRIu64 " put %" PRIu64 " pull %" PRIu64 " area_requests %" PRIu64
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
-            " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64 "\n",
+            " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
+            " busy_pulls %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers);
+            s->counter_barriers, hashi_am_busy_pulls);
 }
 
 static void dn_finalize(void)

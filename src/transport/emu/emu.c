@@ -531,6 +531,12 @@ __attribute__((noinline)) static int drain_ring(int i)
     return drained;
 }
 
+static int emu_pending_from(int peer)
+{
+    int i = emu.local_of[peer];
+    return atomic_load_explicit(&emu.ring_next[i]->seq, memory_order_acquire) == emu.ring_tail[i] + 1;
+}
+
 /* Deliver what arrived in my inbound rings: a poll is one load per ring. */
 static int poll_rings(void)
 {
@@ -608,6 +614,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .block_alloc = emu_block_alloc,
     .block_kick = emu_block_kick,
     .notify = emu_notify,
+    .pending_from = emu_pending_from,
     .put = hashi_emu_put,
     .get = hashi_emu_get,
     .mem_reg = hashi_emu_mem_reg,
