@@ -370,6 +370,15 @@ static void fence_progressing(void)
     hashi_rt_fence_finish(&fenced);
 }
 
+/* The end of a mode: everyone done, then the transport and runtime go. */
+static void teardown(void)
+{
+    fence_progressing();
+    hashi_transport_finalize();
+    hashi_wake_detach();
+    hashi_rt_finalize();
+}
+
 static int flood_complete(uint64_t n)
 {
     for (int r = 0; r < np; r++)
@@ -398,10 +407,7 @@ static void run_flood(uint64_t n)
     }
     while (!flood_complete(n))
         hashi_transport_wait(poll_once, 1000);
-    fence_progressing();
-    hashi_transport_finalize();
-    hashi_wake_detach();
-    hashi_rt_finalize();
+    teardown();
     free(flood_blocks);
     free(flood_answers);
     printf("rank %d of %d ok\n", me, np);
@@ -445,10 +451,7 @@ static void run_credit_poll(void)
         while (!credit_poll_done())
             hashi_transport_wait(poll_once, 1000);
     }
-    fence_progressing();
-    hashi_transport_finalize();
-    hashi_wake_detach();
-    hashi_rt_finalize();
+    teardown();
     printf("rank %d of %d ok\n", me, np);
 }
 
@@ -481,10 +484,7 @@ static void run_inject_burst(void)
         while (!burst_done())
             hashi_transport_wait(poll_once, 1000);
     }
-    fence_progressing();
-    hashi_transport_finalize();
-    hashi_wake_detach();
-    hashi_rt_finalize();
+    teardown();
     printf("rank %d of %d ok\n", me, np);
 }
 
