@@ -37,6 +37,7 @@
 #include "device/common/cookie.h"
 #include "device/common/match.h"
 #include "mpi/request.h"
+#include "runtime/bufcache.h"
 #include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/rt.h"
@@ -161,9 +162,15 @@ struct am_unexp {
     uint32_t cookie;
     uint64_t size;
     struct MPI_ABI_Request *req;  /* busy pull: the receive that matched it while pulling */
+    size_t alloc;           /* bytes allocated (runtime/bufcache.h) */
     unsigned char rkey[HASHI_AM_RKEY_MAX];
     unsigned char data[];   /* eager payload (busy pull: once read, it is one) */
 };
+
+static void unexp_free(struct am_unexp *u)
+{
+    hashi_buf_put(u, u->alloc);
+}
 
 /* An arrival ahead of its sequence number. */
 struct am_early {
@@ -518,7 +525,7 @@ static void recv_pulled(struct MPI_ABI_Request *req, struct am_unexp *u)
         r->error = u->error;
         complete_recv(req);
     }
-    free(u);
+    unexp_free(u);
 }
 
 static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
@@ -534,7 +541,7 @@ static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
     }
     recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
                  u->rkey_len, 0, 0);
-    free(u);
+    unexp_free(u);
 }
 
 static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, size_t body_len);
@@ -587,12 +594,13 @@ static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, 
 {
     int pull_now = pulls_now(h);
     size_t keep = pull_now ? (size_t)h->size : h->type == AM_RTS ? 0 : body_len;
-    struct am_unexp *u = malloc(sizeof *u + keep);
+    struct am_unexp *u = hashi_buf_get(sizeof *u + keep);
     if (!u) {
         hashi_log("matching core: out of memory queueing an unexpected message of %zu bytes from rank %d", keep,
                   h->src_world);
         abort();
     }
+    u->alloc = sizeof *u + keep;
     u->q.context_id = h->context_id;
     u->q.source = h->source;
     u->q.tag = h->tag;
@@ -1251,7 +1259,7 @@ static void free_unexp(struct hashi_mq_unexp *q, void *arg)
     (void)arg;
     struct am_unexp *u = container_of(q, struct am_unexp, q);
     if (!u->pulling)   /* a read still landing there (the sender never waited for it): leave it */
-        free(u);
+        unexp_free(u);
 }
 
 void hashi_am_core_finalize(void)
@@ -1270,4 +1278,5 @@ void hashi_am_core_finalize(void)
     }
     free(core.peers);
     memset(&core, 0, sizeof core);
+    hashi_buf_cache_drain();
 }

@@ -25,6 +25,7 @@
 #include "device/dimmnet/dimmnet.h"
 #include "device/device.h"
 #include "mpi/p2p.h"
+#include "runtime/bufcache.h"
 #include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
@@ -448,7 +449,8 @@ static void op_init_send(struct dn_op *op, const void *hdr, size_t hdr_len, cons
 
 static void op_free(struct dn_op *op)
 {
-    free(op->copy);
+    if (op->copy)
+        hashi_buf_put(op->copy, op->len);
     free(op);
 }
 
@@ -499,7 +501,7 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     *q = op;
     if (flags & HASHI_AM_SEND_BUFFERED) {
         if (len) {
-            q->copy = malloc(len);
+            q->copy = hashi_buf_get(len);
             if (!q->copy) {
                 free(q);
                 return -1;
@@ -1204,6 +1206,7 @@ static void dn_finalize(void)
     free(dn.poll);
     free(dn.waiting);
     memset(&dn, 0, sizeof dn);
+    hashi_buf_cache_drain();   /* the queued copies freed above */
 }
 
 struct hashi_device_ops hashi_device_dimmnet = {
