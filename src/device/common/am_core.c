@@ -109,6 +109,7 @@ struct am_send_state {
     uint8_t busy, again;    /* stream_more running / asked to run again (callbacks may nest) */
     uint8_t put_rkey_len;   /* receive-first: the receiver's key (0: chunked fragments) */
     uint8_t split_fin;      /* FIN_SPLIT overtook the CTS */
+    uint8_t rndv;           /* announced by RTS: counted in the peer's rndv_out */
     unsigned char put_rkey[HASHI_AM_RKEY_MAX];
 };
 
@@ -185,6 +186,7 @@ struct am_peer {
     uint32_t recv_seq;      /* next sequence number expected from it */
     struct am_early *early; /* sorted by distance from recv_seq */
     uint8_t get_only;       /* rendezvous from this peer always by get (hashi_am_core_set_peer_get) */
+    uint32_t rndv_out;      /* our announced (RTS) sends to it not complete yet */
 };
 
 static struct am_core {
@@ -246,6 +248,9 @@ static void complete_send(struct MPI_ABI_Request *req)
         hashi_cookie_free(&core.cookies, s->cookie);
     if (s->mem)
         core.am->mem_dereg(s->mem);
+    if (s->rndv)
+        core.peers[req->dest_world].rndv_out--;
+    s->rndv = 0;
     s->cookie = 0;
     s->mem = NULL;
     req->status.MPI_ERROR = s->error;
@@ -492,7 +497,11 @@ static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int s
     r->cookie = 0;
     r->peer_cookie = cookie;
     if (type == AM_RTS) {
-        r->pull_now = (uint8_t)pull_now;
+        /* While our own large messages to the sender wait for it to read
+         * them (both ways at once), it has its hands full: read this one
+         * ourselves rather than split it or ask for a put (auto mode). */
+        r->pull_now = (uint8_t)(pull_now || (rkey_len && core.rndv == HASHI_AM_RNDV_AUTO &&
+                                             core.peers[src_world].rndv_out));
         r->rkey_len = rkey_len;
         if (rkey_len)
             memcpy(r->rkey, rkey, rkey_len);
@@ -999,6 +1008,8 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, int pull_now)
     }
     if (pull_now)
         hashi_am_busy_pulls++;
+    s->rndv = 1;
+    peer->rndv_out++;
     return MPI_SUCCESS;
 }
 
