@@ -516,41 +516,24 @@ static inline void recv_matched(struct MPI_ABI_Request *req, uint8_t type, int s
         complete_recv(req);
 }
 
-/* A busy-pulled message meets its receive: it is an eager one now, or an
- * error if the read failed. */
-static void recv_pulled(struct MPI_ABI_Request *req, struct am_unexp *u)
+/* A receive takes an unexpected message (a busy-pulled one once read: an
+ * eager one then, unless the read failed). */
+static void deliver_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
 {
-    if (!u->error) {
-        recv_matched(req, AM_EAGER, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, NULL, 0, 0,
-                     0);
-    } else {
-        struct am_recv_state *r = recv_state(req);
-        r->peer_world = u->src_world;
-        r->source = u->q.source;
-        r->tag = u->q.tag;
-        r->size = u->size;
-        r->want = 0;
-        r->cookie = 0;
-        r->error = u->error;
-        complete_recv(req);
-    }
+    if (u->error)
+        recv_finish(req, u->q.source, u->q.tag, u->size, 0, u->error);
+    else
+        recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
+                     u->rkey_len, 0, 0);
     unexp_free(u);
 }
 
 static void recv_from_unexp(struct MPI_ABI_Request *req, struct am_unexp *u)
 {
-    if (u->pulling) {
-        /* Still being read: the read's completion delivers it. */
-        u->req = req;
-        return;
-    }
-    if (u->error) {
-        recv_pulled(req, u);
-        return;
-    }
-    recv_matched(req, u->type, u->src_world, u->q.source, u->q.tag, u->cookie, u->size, u->data, u->rkey,
-                 u->rkey_len, 0, 0);
-    unexp_free(u);
+    if (u->pulling)
+        u->req = req;   /* still being read: the read's completion delivers it */
+    else
+        deliver_unexp(req, u);
 }
 
 static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, size_t body_len);
@@ -572,7 +555,7 @@ static void unexp_pulled(void *arg, int status)
         hashi_vg_written_by_peer(u->data, u->size);
     send_control(u->src_world, AM_FIN, u->cookie, 0, 0, NULL, NULL);
     if (u->req)
-        recv_pulled(u->req, u);
+        deliver_unexp(u->req, u);
 }
 
 /* Whether h is a busy-pull RTS we can read in one get (else a plain RTS). */
@@ -1022,35 +1005,33 @@ static int am_isend(struct MPI_ABI_Request *req)
     if (req->tag < 0)
         return MPI_ERR_TAG;
     size_t len = req->dev_bytes;
-    struct {
-        struct am_hdr h;
-    } m;
-    memset(&m.h, 0, sizeof m.h);
-    m.h.src_world = hashi_job.rank;
-    m.h.context_id = req->context_id;
-    m.h.source = req->my_comm_rank;
-    m.h.tag = req->tag;
-    m.h.size = len;
+    struct am_hdr h;
+    memset(&h, 0, sizeof h);
+    h.src_world = hashi_job.rank;
+    h.context_id = req->context_id;
+    h.source = req->my_comm_rank;
+    h.tag = req->tag;
+    h.size = len;
     struct am_peer *peer = &core.peers[req->dest_world];
 
     if (len <= core.eager_limit) {
         if (req->send_mode != HASHI_SEND_SYNC) {
-            m.h.type = AM_EAGER;
-            m.h.seq = peer->send_seq++;
+            h.type = AM_EAGER;
+            h.seq = peer->send_seq++;
             unsigned flags = eager_flags(len);
-            int rc = core.am->send(req->dest_world, &m.h, AM_SHORT_HDR, req->dev_buf, len, flags, eager_done, req);
+            int rc = core.am->send(req->dest_world, &h, AM_SHORT_HDR, req->dev_buf, len, flags, eager_done, req);
             if (rc == 0)
                 return MPI_SUCCESS;
             peer->send_seq--;
             if (rc != -EAGAIN || !(flags & HASHI_AM_SEND_NOWAIT))
                 return MPI_ERR_OTHER;
             /* The device would have queued a copy: let the receiver read it. */
-            rc = send_rts(req, &m.h, 1);
+            rc = send_rts(req, &h, 1);
             if (rc != 1)
                 return rc;
-            m.h.type = AM_EAGER;
-            m.h.seq = peer->send_seq++;
-            if (core.am->send(req->dest_world, &m.h, AM_SHORT_HDR, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
+            h.type = AM_EAGER;
+            h.seq = peer->send_seq++;
+            if (core.am->send(req->dest_world, &h, AM_SHORT_HDR, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
                               eager_done, req) != 0) {
                 peer->send_seq--;
                 return MPI_ERR_OTHER;
@@ -1060,11 +1041,11 @@ static int am_isend(struct MPI_ABI_Request *req)
         s->cookie = hashi_cookie_new(&core.cookies, req);
         if (!s->cookie)
             return MPI_ERR_NO_MEM;
-        m.h.type = AM_EAGER_SYNC;
-        m.h.cookie = s->cookie;
-        m.h.seq = peer->send_seq++;
+        h.type = AM_EAGER_SYNC;
+        h.cookie = s->cookie;
+        h.seq = peer->send_seq++;
         s->waiting = WAIT_LOCAL | WAIT_ACK;
-        if (core.am->send(req->dest_world, &m.h, sizeof m.h, req->dev_buf, len, 0, eager_sync_done, req) != 0) {
+        if (core.am->send(req->dest_world, &h, sizeof h, req->dev_buf, len, 0, eager_sync_done, req) != 0) {
             peer->send_seq--;
             hashi_cookie_free(&core.cookies, s->cookie);
             s->cookie = 0;
@@ -1073,7 +1054,7 @@ static int am_isend(struct MPI_ABI_Request *req)
         return MPI_SUCCESS;
     }
 
-    return send_rts(req, &m.h, 0);
+    return send_rts(req, &h, 0);
 }
 
 /* The blocking standard send of an eager message: the same EAGER message
@@ -1093,8 +1074,9 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
         .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
         .tag = tag, .seq = peer->send_seq, .size = len,
     };
-    int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, eager_flags(len), NULL, NULL);
-    if (rc == -EAGAIN && (eager_flags(len) & HASHI_AM_SEND_NOWAIT))
+    unsigned flags = eager_flags(len);
+    int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, flags, NULL, NULL);
+    if (rc == -EAGAIN && (flags & HASHI_AM_SEND_NOWAIT))
         return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a busy pull */
     if (rc != 0)
         return MPI_ERR_OTHER;

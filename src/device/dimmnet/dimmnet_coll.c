@@ -432,8 +432,10 @@ static int try_counter_barrier(struct MPI_ABI_Comm *c)
     struct dn_comm_sync *st = c->device_state;
     int rc;
     if (!st) {
-        if (!(st = calloc(1, sizeof *st)))
-            return MPI_ERR_NO_MEM;   /* on this rank alone: the others would wait; say so */
+        if (!(st = calloc(1, sizeof *st))) {
+            hashi_log("dimmnet: out of memory for a communicator's barrier state");
+            return MPI_ERR_NO_MEM;
+        }
         c->device_state = st;
         rc = counter_setup(c, st);   /* a barrier too */
     } else if (st->slot < 0) {

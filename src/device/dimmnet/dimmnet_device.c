@@ -483,13 +483,13 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
         if (rc != -EAGAIN)
             return -1;
     }
-    /* Its ring full and its own messages waiting for us, the peer on emu
-     * is as busy as we are (both ways at once): it reads the message
-     * itself faster than we could copy it aside and then into its ring.
-     * Sending only, we keep copying (the receiver is the bottleneck). */
-    const struct hashi_tl_ops *tl = hashi_tl(dest);
-    if ((flags & HASHI_AM_SEND_NOWAIT) && !have_op && one_block(p, hdr_len, len) && tl->id == HASHI_TL_EMU &&
-        tl->pending_from && tl->pending_from(dest))
+    /* Its ring full and its own messages waiting for us, the peer (on emu:
+     * the transport that can tell) is as busy as we are (both ways at
+     * once): it reads the message itself faster than we could copy it
+     * aside and then into its ring. Sending only, we keep copying (the
+     * receiver is the bottleneck). */
+    if ((flags & HASHI_AM_SEND_NOWAIT) && !have_op && one_block(p, hdr_len, len) && hashi_tl(dest)->pending_from &&
+        hashi_tl(dest)->pending_from(dest))
         return -EAGAIN;
     if (!have_op)
         op_init_send(&op, hdr, hdr_len, data, len);
