@@ -187,4 +187,13 @@ extern struct hashi_device_ops *hashi_device;
  */
 int hashi_device_select(char *err, size_t errlen);
 
+/*
+ * MPI_THREAD_MULTIPLE: before the modex exchange, publish whether this rank
+ * runs MPI calls from concurrent threads; after it, agree: if any rank does,
+ * every rank's device collectives are dropped (device.c says why). 0, or -1
+ * with a message.
+ */
+int hashi_device_publish_threads(int concurrent);
+int hashi_device_agree_threads(int concurrent, char *err, size_t errlen);
+
 #endif

@@ -7,8 +7,9 @@ Input:  src/mpi/functions.list  (one C declaration per line, the standard ABI's
 Output: include/mpi.h           mpi.h.in with the MPI_ and PMPI_ prototypes
         src/mpi/gen_impl.h      the hashi_impl_<Name> prototype of every function
         src/mpi/gen_bindings.c  PMPI_<Name> entry points, weak MPI_<Name> aliases,
-                                the "not implemented yet" fallbacks and the
-                                hashi_bindings[] table
+                                the "not implemented yet" fallbacks, the
+                                MPI_THREAD_MULTIPLE lock around each call
+                                (docs/threads.md) and the hashi_bindings[] table
 
 Any line the parser does not understand stops the build with its line number:
 a silently skipped declaration would be a missing symbol in the ABI.
@@ -222,6 +223,10 @@ def parse_list(path):
             functions.append(fn)
     if not functions:
         raise ListError(0, "no functions declared")
+    unknown = sorted(UNLOCKED - set(names))
+    if unknown:  # a misspelt name would silently take the lock
+        raise ListError(0, "gen_bindings.py's UNLOCKED names functions not in the list: %s"
+                        % ", ".join(unknown))
     return functions
 
 
@@ -302,20 +307,40 @@ def render_impl_header(functions):
     return "\n".join(out)
 
 
+# Calls that never take the MPI_THREAD_MULTIPLE lock (docs/threads.md): the
+# ones the standard allows before MPI_Init or after MPI_Finalize and that read
+# only what never changes while MPI runs (clocks, versions, the init state, the
+# thread level and main thread); the Init calls, which run before the lock is
+# on and set it up; and MPI_Abort, which must end the job even while another
+# thread holds the lock (a user callback that never returns).
+UNLOCKED = {
+    "MPI_Wtime", "MPI_Wtick", "MPI_Initialized", "MPI_Finalized", "MPI_Query_thread",
+    "MPI_Is_thread_main", "MPI_Get_version", "MPI_Get_library_version",
+    "MPI_Init", "MPI_Init_thread", "MPI_Abort",
+}
+
+
 def render_entry_point(fn):
     kind, handle = error_object(fn)
     neutral = neutral_value(fn)
     params = fn.param_list(with_varargs=False)
+    args = fn.arg_list()
     out = []
     if fn.variadic:
         out.append("/* %s is variadic: the implementation gets the named parameters only; "
                    "the rest are ignored. */" % fn.name)
     out.append("extern %s %s(%s) HASHI_IMPL_REF;" % (fn.ret, fn.impl, params))
-    out.append("#pragma weak %s = %s" % (fn.name, fn.pmpi))
-    out.append("HASHI_EXPORT %s %s(%s)" % (fn.ret, fn.pmpi, fn.param_list()))
+    locked = fn.name not in UNLOCKED
+    body = fn.pmpi if not locked else "body_" + fn.stem
+    if locked:
+        # The call itself, inlined into the entry point's unlocked path.
+        out.append("static inline %s %s(%s)" % (fn.ret, body, params))
+    else:
+        out.append("#pragma weak %s = %s" % (fn.name, fn.pmpi))
+        out.append("HASHI_EXPORT %s %s(%s)" % (fn.ret, fn.pmpi, fn.param_list()))
     out.append("{")
     out.append("    if (%s)" % fn.impl)
-    out.append("        return %s(%s);" % (fn.impl, fn.arg_list()))
+    out.append("        return %s(%s);" % (fn.impl, args))
     call = 'hashi_err_unsupported("%s", %s, %s)' % (fn.name, kind, handle)
     if neutral is None:
         out.append("    return %s;" % call)
@@ -323,6 +348,23 @@ def render_entry_point(fn):
         out.append("    (void)%s;" % call)
         out.append("    return %s;" % neutral)
     out.append("}")
+    if locked:
+        # Out of line: a program that is not MULTIPLE pays one predictable
+        # branch and no code in its path.
+        out.append("static HASHI_COLD %s locked_%s(%s)" % (fn.ret, fn.stem, params))
+        out.append("{")
+        out.append("    hashi_mt_enter();")
+        out.append("    %s hashi_result = %s(%s);" % (fn.ret, body, args))
+        out.append("    hashi_mt_exit();")
+        out.append("    return hashi_result;")
+        out.append("}")
+        out.append("#pragma weak %s = %s" % (fn.name, fn.pmpi))
+        out.append("HASHI_EXPORT %s %s(%s)" % (fn.ret, fn.pmpi, fn.param_list()))
+        out.append("{")
+        out.append("    if (__builtin_expect(hashi_mt_locking, 0))")
+        out.append("        return locked_%s(%s);" % (fn.stem, args))
+        out.append("    return %s(%s);" % (body, args))
+        out.append("}")
     return "\n".join(out)
 
 
@@ -335,7 +377,8 @@ def render_bindings(functions):
         " * can define MPI_<Name> and still reach the implementation through PMPI_.",
         " * The entry point calls hashi_impl_<Name> when some file of the library",
         " * defines it, else raises MPI_ERR_UNSUPPORTED_OPERATION-style errors",
-        " * through hashi_err_unsupported() on the call's object.",
+        " * through hashi_err_unsupported() on the call's object. Under",
+        " * MPI_THREAD_MULTIPLE the call runs inside the global lock (mpi/thread.h).",
         " */",
         "#include <stddef.h>",
         "#include <stdint.h>",
@@ -349,11 +392,14 @@ def render_bindings(functions):
         "",
         "#include \"mpi/bindings.h\"",
         "#include \"mpi/errors.h\"",
+        "#include \"mpi/thread.h\"",
         "#include \"runtime/export.h\"",
         "",
         "/* A weak, hidden reference: it is NULL when no file defines the function,",
         " * and it never becomes a dynamic symbol another library could satisfy. */",
         "#define HASHI_IMPL_REF __attribute__((weak, visibility(\"hidden\")))",
+        "/* The locked path of MPI_THREAD_MULTIPLE, kept out of the hot text. */",
+        "#define HASHI_COLD __attribute__((cold, noinline))",
         "",
     ]
     for fn in functions:

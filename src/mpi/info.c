@@ -318,10 +318,11 @@ void hashi_info_env_init(int argc, char **argv)
     info_set(&info_env, "arch", "x86_64");
     if (getcwd(buf, sizeof buf))
         info_set(&info_env, "wdir", buf);
-    static const char *const levels[] = { "MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED",
-                                          "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE" };
-    if (hashi_thread_level >= 0 && hashi_thread_level <= 3)
-        info_set(&info_env, "thread_level", levels[hashi_thread_level]);
+    const char *level = hashi_thread_level == MPI_THREAD_MULTIPLE     ? "MPI_THREAD_MULTIPLE"
+                      : hashi_thread_level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                      : hashi_thread_level == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+                                                                    : "MPI_THREAD_SINGLE";
+    info_set(&info_env, "thread_level", level);
 }
 
 int hashi_impl_Info_create_env(int argc, char *argv[], MPI_Info *info)

@@ -3,6 +3,7 @@
 #include "mpi/comm.h"
 #include "mpi/coll/sched.h"
 #include "mpi/p2p.h"
+#include "mpi/thread.h"
 #include "device/device.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
@@ -21,8 +22,9 @@ int hashi_thread_level = MPI_THREAD_SINGLE;
 int hashi_refs_locked;
 uintptr_t hashi_main_thread;
 
-/* The highest thread level this build really provides. */
-#define HASHI_THREAD_LEVEL_MAX MPI_THREAD_SERIALIZED
+/* The highest thread level this build really provides (MULTIPLE: the
+ * global lock of mpi/thread.h, docs/threads.md). */
+#define HASHI_THREAD_LEVEL_MAX MPI_THREAD_MULTIPLE
 
 struct MPI_ABI_Comm hashi_comm_world = { .magic = HASHI_COMM_MAGIC, .refcount = 1, .name = "MPI_COMM_WORLD" };
 struct MPI_ABI_Comm hashi_comm_self = { .magic = HASHI_COMM_MAGIC, .refcount = 1, .name = "MPI_COMM_SELF" };
@@ -64,6 +66,11 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
         init_failed(func, err);
     if (hashi_device->init(err, sizeof err) != 0)
         init_failed(func, err);
+    int level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
+              : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
+    int concurrent = level == MPI_THREAD_MULTIPLE;
+    if (hashi_device_publish_threads(concurrent) != 0)
+        init_failed(func, "publishing this rank's thread level through PMIx failed");
     if (hashi_wake_create(err, sizeof err) != 0)
         init_failed(func, err);
     if (hashi_topo_publish() != 0)
@@ -74,6 +81,10 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     if (hashi_wake_attach(err, sizeof err) != 0)
         init_failed(func, err);
     if (hashi_device->connect(err, sizeof err) != 0)
+        init_failed(func, err);
+    /* After connect, so whatever collectives the device set up by now are
+     * dropped; every rank must make the same choice of algorithms. */
+    if (hashi_device_agree_threads(concurrent, err, sizeof err) != 0)
         init_failed(func, err);
     if (hashi_wake_needs_unlink()) {
         /* No launcher directory to hold it: unlink once every rank is attached. */
@@ -93,10 +104,12 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     hashi_comms_init();
     hashi_p2p_init();
 
-    hashi_thread_level = required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE
-                       : required > HASHI_THREAD_LEVEL_MAX ? HASHI_THREAD_LEVEL_MAX : required;
-    /* Threads inside the library together need locked reference counts. */
-    hashi_refs_locked = hashi_thread_level == MPI_THREAD_MULTIPLE;
+    hashi_thread_level = level;
+    /* Threads inside the library together need locked reference counts, and
+     * every call takes the global lock (set before any thread of the program
+     * can call MPI: none may before MPI_Init_thread returns). */
+    hashi_refs_locked = concurrent;
+    hashi_mt_locking = concurrent;
     if (provided)
         *provided = hashi_thread_level;
     hashi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL);

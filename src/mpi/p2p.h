@@ -43,7 +43,8 @@ int hashi_waitall_internal(int n, struct MPI_ABI_Request **reqs);
 /* Drive progress until req completes, spinning or sleeping as the node allows. */
 void hashi_progress_wait(struct MPI_ABI_Request *req);
 /* Drive progress until done(arg) is true (a predicate over any state that
- * progress changes: several requests, a probe, a counter). */
+ * progress changes: several requests, a probe, a counter). done is never
+ * called again once it returned true, so it may consume what it found. */
 void hashi_progress_wait_until(int (*done)(void *arg), void *arg);
 /* One round of progress on the device and every registered engine; returns
  * how many operations completed (0: nothing happened). */

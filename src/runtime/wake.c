@@ -206,12 +206,15 @@ int hashi_wake_sleep(int (*poll)(void), long timeout_us)
         return poll();
     }
     uint32_t seen = atomic_load(&my_word->seq);
-    atomic_store(&my_word->sleeping, 1);
+    /* A count, not a flag: under MPI_THREAD_MULTIPLE several threads of a
+     * rank may sleep here at once, and the first to wake must not hide the
+     * others from their wakers. */
+    atomic_fetch_add(&my_word->sleeping, 1);
     int done = poll();
     if (done == 0) {
         struct timespec ts = { timeout_us / 1000000, (timeout_us % 1000000) * 1000 };
         futex(&my_word->seq, FUTEX_WAIT, seen, &ts);
     }
-    atomic_store(&my_word->sleeping, 0);
+    atomic_fetch_sub(&my_word->sleeping, 1);
     return done;
 }

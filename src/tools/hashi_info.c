@@ -398,6 +398,8 @@ static void print_build(const struct options *opt)
     emit("version:hashi", "Hashi", "%s", PACKAGE_VERSION);
     /* The versions of the standard-ABI header this build implements. */
     emit("version:mpi", "MPI standard", "%d.%d", MPI_VERSION, MPI_SUBVERSION);
+    emit("threads", "Thread support",
+         "MPI_THREAD_MULTIPLE (one global lock; device collectives step aside, docs/threads.md)");
     if (parsable_output)
         printf("version:abi:%d.%d\n", MPI_ABI_VERSION, MPI_ABI_SUBVERSION);
     else

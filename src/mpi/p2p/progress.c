@@ -5,9 +5,12 @@
  * rank spins a twentieth of that, then sleeps on its wake word
  * (runtime/wake.h) until a local peer's send wakes it or the sleep's bound
  * passes: HASHI_SLEEP_US, doubled after every sleep that brought nothing, up
- * to HASHI_SLEEP_MAX_US. Also the layer's init and MPI_Finalize's drain.
+ * to HASHI_SLEEP_MAX_US. Under MPI_THREAD_MULTIPLE a wait gives the global
+ * lock up while it yields or sleeps, and to threads blocked on it between
+ * polls (docs/threads.md). Also the layer's init and MPI_Finalize's drain.
  */
 #include "mpi/p2p/p2p_impl.h"
+#include "mpi/thread.h"
 #include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
@@ -18,14 +21,28 @@
 #include <stdint.h>
 #include <string.h>
 
+/*
+ * Threads of this process asleep on its wake word under MPI_THREAD_MULTIPLE
+ * (idle_sleep). A poll by another thread that found work wakes them: the
+ * completion may be theirs, and no peer would wake them for it.
+ */
+static _Atomic int threads_asleep;
+
+static void wake_threads_asleep(void)
+{
+    if (atomic_load_explicit(&threads_asleep, memory_order_relaxed) > 0)
+        hashi_wake_peer(hashi_job.rank);
+}
+
 int hashi_progress_poll(void)
 {
     int done = hashi_device->p2p.progress();
     /* Most of the time no engine is registered: the device's poll is all. */
-    if (__builtin_expect(hashi_p2p.hook_count == 0, 1))
-        return done;
-    for (int i = 0; i < hashi_p2p.hook_count; i++)
-        done += hashi_p2p.hooks[i]();
+    if (__builtin_expect(hashi_p2p.hook_count != 0, 0))
+        for (int i = 0; i < hashi_p2p.hook_count; i++)
+            done += hashi_p2p.hooks[i]();
+    if (__builtin_expect(hashi_mt_locking, 0) && done > 0)
+        wake_threads_asleep();
     return done;
 }
 
@@ -62,6 +79,10 @@ void hashi_progress_unregister(int (*hook)(void))
 struct wait_condition {
     int (*done)(void *arg);
     void *arg;
+    /* done() returned true there. It is never asked again: a condition may
+     * consume what it found (MPI_Mprobe's matched probe takes the message),
+     * and a second call would find nothing and wait for ever. */
+    int met;
 };
 /* initial-exec: a plain %fs-relative access, where the default model for a
  * shared library calls __tls_get_addr on every wait (twice on the path a
@@ -71,8 +92,41 @@ static _Thread_local struct wait_condition current_wait __attribute__((tls_model
 static int poll_before_sleep(void)
 {
     int n = hashi_progress_poll();
-    if (n == 0 && current_wait.done && current_wait.done(current_wait.arg))
+    if (n == 0 && current_wait.done && current_wait.done(current_wait.arg)) {
+        current_wait.met = 1;
         n = 1;
+    }
+    return n;
+}
+
+/*
+ * MPI_THREAD_MULTIPLE: a waiting thread gives up the global lock while it
+ * yields or sleeps (mpi/thread.h), and polls only with the lock taken back.
+ */
+static int poll_before_sleep_locked(void)
+{
+    hashi_mt_reacquire();
+    int n = poll_before_sleep();
+    hashi_mt_release();
+    return n;
+}
+
+static void idle_yield(void)
+{
+    int released = hashi_mt_release();
+    sched_yield();
+    if (released)
+        hashi_mt_reacquire();
+}
+
+static int idle_sleep(long sleep_us)
+{
+    if (!hashi_mt_release())
+        return hashi_wake_sleep(poll_before_sleep, sleep_us);
+    atomic_fetch_add_explicit(&threads_asleep, 1, memory_order_relaxed);
+    int n = hashi_wake_sleep(poll_before_sleep_locked, sleep_us);
+    atomic_fetch_sub_explicit(&threads_asleep, 1, memory_order_relaxed);
+    hashi_mt_reacquire();
     return n;
 }
 
@@ -81,7 +135,7 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
     if (done(arg))
         return;
     struct wait_condition saved = current_wait;
-    current_wait = (struct wait_condition){ done, arg };
+    current_wait = (struct wait_condition){ done, arg, 0 };
     long idle = 0;
     long sleep_us = hashi_p2p.sleep_us;
     int64_t yield_start = 0;
@@ -89,6 +143,9 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
         int n = hashi_progress_poll();
         if (done(arg))
             break;
+        /* Threads blocked on the lock get it between two polls, busy or not. */
+        if (__builtin_expect(hashi_mt_locking, 0))
+            hashi_mt_let_others_in();
         if (n > 0) {
             idle = 0;
             yield_start = 0;
@@ -106,18 +163,18 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
         if (hashi_p2p.yield_ns > 0 && hashi_wake_enabled()) {
             if (yield_start == 0) {
                 yield_start = hashi_now_ns();
-                sched_yield();
+                idle_yield();
                 continue;
             }
             if (hashi_now_ns() - yield_start < hashi_p2p.yield_ns) {
-                sched_yield();
+                idle_yield();
                 continue;
             }
         }
         /* Still idle: an oversubscribed rank sleeps on its wake word (a local
          * sender wakes it) and, still idle, sleeps again at once; any other
          * yields its core once and spins again. */
-        if (hashi_wake_sleep(poll_before_sleep, sleep_us) > 0) {
+        if (idle_sleep(sleep_us) > 0) {
             sleep_us = hashi_p2p.sleep_us;
             yield_start = 0;
         } else if (sleep_us < hashi_p2p.sleep_max_us) {
@@ -128,7 +185,7 @@ void hashi_progress_wait_until(int (*done)(void *arg), void *arg)
              * taking its core from the ranks at work every 200 us. */
             sleep_us = sleep_us * 2 < hashi_p2p.sleep_max_us ? sleep_us * 2 : hashi_p2p.sleep_max_us;
         }
-        if (done(arg))
+        if (current_wait.met || done(arg))
             break;
         if (!hashi_wake_enabled())
             idle = 0;
