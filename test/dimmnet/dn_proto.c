@@ -27,6 +27,12 @@
  *                        Iprobe, Mprobe / Mrecv and ANY_TAG receives in
  *                        order; blocking sends both ways before any receive
  *                        (must not deadlock); one truncated
+ *   bidir COUNT SIZE     ranks 0 and 1 exchange messages of SIZE bytes both
+ *                        ways at once (the bidirectional pull's case): two
+ *                        windows of COUNT Isends after posting the Irecvs,
+ *                        no barrier in between (arrivals before their
+ *                        receive are read by it later), then COUNT blocking
+ *                        Sends each after its own Irecv
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -357,6 +363,54 @@ static void mode_busypull(int count, size_t bytes)
     free(out);
 }
 
+static void mode_bidir(int count, size_t bytes)
+{
+    CHECK(size >= 2, "bidir needs 2 ranks");
+    MPI_Comm pair;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair));
+    if (rank > 1)
+        return;
+    int peer = 1 - rank;
+    unsigned char *out = malloc((size_t)count * bytes), *in = malloc((size_t)count * bytes);
+    MPI_Request *rq = malloc(sizeof *rq * 2 * (size_t)count);
+    CHECK(out && in && rq, "out of memory");
+    MPI_Status st;
+
+    /* Windows both ways: Irecvs, then Isends. */
+    for (int round = 0; round < 2; round++) {
+        int base = round * count;
+        memset(in, 0xee, (size_t)count * bytes);
+        for (int i = 0; i < count; i++)
+            CHECK_MPI(MPI_Irecv(in + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, 1, pair, &rq[i]));
+        for (int i = 0; i < count; i++) {
+            fill(out + (size_t)i * bytes, bytes, rank, base + i);
+            CHECK_MPI(MPI_Isend(out + (size_t)i * bytes, (int)bytes, MPI_BYTE, peer, 1, pair, &rq[count + i]));
+        }
+        for (int i = 0; i < count; i++) {
+            CHECK_MPI(MPI_Wait(&rq[i], &st));
+            check_status(&st, peer, 1, bytes);
+            verify(in + (size_t)i * bytes, bytes, peer, base + i, "window both ways");
+        }
+        CHECK_MPI(MPI_Waitall(count, rq + count, MPI_STATUSES_IGNORE));
+    }
+
+    /* Blocking sends, each with the peer's message posted first. */
+    for (int i = 0; i < count; i++) {
+        memset(in, 0xee, bytes);
+        CHECK_MPI(MPI_Irecv(in, (int)bytes, MPI_BYTE, peer, 2, pair, &rq[0]));
+        fill(out, bytes, rank, 5000 + i);
+        CHECK_MPI(MPI_Send(out, (int)bytes, MPI_BYTE, peer, 2, pair));
+        CHECK_MPI(MPI_Wait(&rq[0], &st));
+        check_status(&st, peer, 2, bytes);
+        verify(in, bytes, peer, 5000 + i, "blocking both ways");
+    }
+
+    CHECK_MPI(MPI_Comm_free(&pair));
+    free(rq);
+    free(in);
+    free(out);
+}
+
 static void mode_foreign(void)
 {
     int v = 42;
@@ -400,6 +454,9 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "barrier") == 0) {
         CHECK(argc == 3 || argc == 4, "barrier COUNT [COMMS]");
         mode_barrier(atoi(argv[2]), argc == 4 ? atoi(argv[3]) : 0);
+    } else if (strcmp(mode, "bidir") == 0) {
+        CHECK(argc == 4, "bidir COUNT SIZE");
+        mode_bidir(atoi(argv[2]), (size_t)atol(argv[3]));
     } else if (strcmp(mode, "busypull") == 0) {
         CHECK(argc == 4, "busypull COUNT SIZE");
         mode_busypull(atoi(argv[2]), (size_t)atol(argv[3]));

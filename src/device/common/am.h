@@ -121,6 +121,11 @@ struct hashi_am_ops {
     /* Advance the device: complete sends and gets, deliver arrivals. Returns
      * the number of events handled (0: nothing happened). */
     int (*progress)(void);
+
+    /* Optional: whether messages from world rank peer have arrived in the
+     * device and wait to be handed over (its traffic towards us is under
+     * way; hashi_am_core_set_bidir_pull). A load or two: no progress. */
+    int (*pending_from)(int peer);
 };
 
 /* The core header is at most this big; a device's max_send must exceed it. */
@@ -165,15 +170,41 @@ void hashi_am_core_set_split(size_t min_bytes, unsigned pull_percent);
  * Busy pull (devices with get): an eager message of at least min_bytes (0:
  * never) that the device cannot take at once (HASHI_AM_SEND_NOWAIT answered
  * -EAGAIN) goes as an RTS marked "pull now" instead of a queued copy. The
- * receiver reads it on arrival, into the posted receive or, unmatched, into
- * an unexpected buffer, and answers FIN: the send completes by the
- * receiver's progress alone, as an eager one would (no match needed), while
- * the sender copies nothing. Both cores busy (bidirectional windows), each
- * message is then copied once, by its receiver.
+ * receiver reads it into the posted receive on arrival or, unmatched, into
+ * the receive that matches it later, or into an unexpected buffer at its
+ * device's first idle progress pass (hashi_am_core_idle), and answers FIN:
+ * the send completes by the receiver's progress alone, as an eager one
+ * would (no match needed), while the sender copies nothing. Both cores busy
+ * (bidirectional windows), each message is then copied once, by its
+ * receiver.
  */
 void hashi_am_core_set_busy_pull(size_t min_bytes);
 /* Messages sent that way so far (device statistics). */
 extern uint64_t hashi_am_busy_pulls;
+/*
+ * Bidirectional pull (devices with get), after hashi_am_core_init: a
+ * standard eager message to world rank peer of at least min_bytes (0:
+ * never, the default) goes as a "pull now" RTS, without asking the device,
+ * while peer's own messages to this rank are under way (its pull-now
+ * messages not read yet, or the device's pending_from): traffic flows both
+ * ways, both cores copy, and one read by the receiver costs less than a
+ * copy on each side. For peers where a read is a local copy (DIMMnet on
+ * emu), not a network round trip. Counted in hashi_am_bidir_pulls. 0, or
+ * -1 when the core does not use get.
+ */
+int hashi_am_core_set_bidir_pull(int peer, size_t min_bytes);
+extern uint64_t hashi_am_bidir_pulls;
+/*
+ * Pull-now messages (busy or bidirectional, below) that arrived before their
+ * receive wait unread: the receive that matches one reads it into its own
+ * buffer. A device whose
+ * progress pass found nothing else to do calls hashi_am_core_idle() while
+ * hashi_am_unread_pulls is not 0: it starts reading the oldest into an
+ * unexpected buffer (returns 1; 0: none waits), so a send completes by the
+ * receiver's progress alone even if no receive ever matches it.
+ */
+extern size_t hashi_am_unread_pulls;
+int hashi_am_core_idle(void);
 
 /*
  * After hashi_am_core_init: rendezvous messages from world rank peer are

@@ -454,6 +454,13 @@ static void op_free(struct dn_op *op)
     free(op);
 }
 
+/* The peer's blocks wait in our inbound ring (on emu, the transport that can tell). */
+static int dn_pending_from(int peer)
+{
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    return tl->pending_from && tl->pending_from(peer);
+}
+
 static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
                    hashi_am_done_fn done, void *arg)
 {
@@ -488,8 +495,7 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
      * once): it reads the message itself faster than we could copy it
      * aside and then into its ring. Sending only, we keep copying (the
      * receiver is the bottleneck). */
-    if ((flags & HASHI_AM_SEND_NOWAIT) && !have_op && one_block(p, hdr_len, len) && hashi_tl(dest)->pending_from &&
-        hashi_tl(dest)->pending_from(dest))
+    if ((flags & HASHI_AM_SEND_NOWAIT) && !have_op && one_block(p, hdr_len, len) && dn_pending_from(dest))
         return -EAGAIN;
     if (!have_op)
         op_init_send(&op, hdr, hdr_len, data, len);
@@ -932,6 +938,8 @@ int hashi_dn_progress(void)
             events += poll_peer(dn.poll[i]);
     if (dn.nwaiting)
         events += flush_queues();
+    if (!events && hashi_am_unread_pulls)
+        events = hashi_am_core_idle();   /* nothing else to do: read a waiting pull announcement */
     return events;
 }
 
@@ -1088,6 +1096,7 @@ static int dn_init(char *err, size_t errlen)
         .put = dn_put,
         .notice = dn_notice,
         .progress = hashi_dn_progress,
+        .pending_from = dn_pending_from,
     };
     const char *rndv = hashi_param_str(HASHI_P_DIMMNET_RNDV);
     enum hashi_am_rndv mode = strcasecmp(rndv, "pull") == 0     ? HASHI_AM_RNDV_GET
@@ -1139,6 +1148,8 @@ static int dn_connect(char *err, size_t errlen)
         p->notices_batch = net ? DN_NOTICE_SLOTS / 2 : 1;
         if (net && net_get)
             hashi_am_core_set_peer_get(r);
+        if (!net)   /* a read is one local copy (CMA) only on emu */
+            hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
     }
     size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
     if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
@@ -1173,11 +1184,11 @@ static void print_stats(void)
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
             " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
-            " busy_pulls %" PRIu64 "\n",
+            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls);
+            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls);
 }
 
 static void dn_finalize(void)

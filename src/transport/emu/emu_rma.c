@@ -31,9 +31,11 @@
 #include "runtime/wake.h"
 #include "transport/emu/emu.h"
 
-/* A registered region. */
+/* A registered region (doubly linked: a rendezvous deregisters its buffer
+ * in about the order registered, i.e. from the list's far end, and 64
+ * messages in flight each way made that walk show in profiles). */
 struct emu_reg {
-    struct emu_reg *next;
+    struct emu_reg *next, *prev;
     uint32_t id;
     uintptr_t addr;
     size_t len;
@@ -149,6 +151,9 @@ int hashi_emu_mem_reg(void *buf, size_t len, void **handle)
     r->addr = (uintptr_t)buf;
     r->len = len;
     r->next = regs;
+    r->prev = NULL;
+    if (regs)
+        regs->prev = r;
     regs = r;
     *handle = r;
     return 0;
@@ -156,13 +161,14 @@ int hashi_emu_mem_reg(void *buf, size_t len, void **handle)
 
 void hashi_emu_mem_dereg(void *handle)
 {
-    for (struct emu_reg **pp = &regs; *pp; pp = &(*pp)->next) {
-        if (*pp == handle) {
-            *pp = ((struct emu_reg *)handle)->next;
-            free(handle);
-            return;
-        }
-    }
+    struct emu_reg *r = handle;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        regs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    free(r);
 }
 
 void hashi_emu_rkey_pack(void *handle, const struct hashi_tl_mem *mem, int peer, struct hashi_tl_rkey *rkey)
@@ -170,7 +176,8 @@ void hashi_emu_rkey_pack(void *handle, const struct hashi_tl_mem *mem, int peer,
     (void)mem;
     (void)peer;
     const struct emu_reg *r = handle;
-    struct emu_rkey k = { .addr = r->addr, .len = r->len, .regid = r->id, .pid = (uint32_t)getpid() };
+    /* Our pid as the segment recorded it: getpid() is a system call. */
+    struct emu_rkey k = { .addr = r->addr, .len = r->len, .regid = r->id, .pid = emu.seg->pid };
     memcpy(rkey->bytes, &k, sizeof k);
 }
 
