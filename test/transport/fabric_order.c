@@ -36,6 +36,14 @@
  *                         HASHI_FABRIC_INJECT=0 the blocks go by fi_send
  *                         from the slots instead (the sender progresses
  *                         when they run out)
+ *   fabric_order pingpong N  (2 ranks, HASHI_FABRIC_CREDITS=4) N blocks
+ *                         from rank 0, each answered by a block from rank
+ *                         1's handler before the next: every message
+ *                         carries back the credit for the one it answers
+ *                         (fab_hdr), so neither rank ever writes a credit
+ *                         return of its own (without piggy-backing: one
+ *                         per two messages) nor runs out of credits in a
+ *                         handler (where it cannot wait)
  *   fabric_order badprov  (singleton, FI_PROVIDER naming no provider) init
  *                         fails with one line naming FI_PROVIDER
  *   fabric_order bench    (2 ranks) PUSH and PULL bandwidth by size, best and
@@ -55,6 +63,7 @@
 #include "runtime/rt.h"
 #include "runtime/wake.h"
 #include "transport/transport.h"
+#include "transport/fabric/fabric.h"   /* white box: fab.credit_writes (pingpong) */
 
 #define LLCM_SIZE 4096
 #define BLOCK_MAX 256
@@ -115,6 +124,8 @@ static int flood;
 static int credit_poll;
 static uint64_t credit_poll_seen;   /* rank 1: blocks received in credit_poll mode */
 static uint64_t *flood_blocks, *flood_answers;
+static int pingpong;
+static uint64_t pingpong_seen;      /* blocks received in pingpong mode */
 static int inject_burst;
 static uint64_t burst_seen;         /* rank 1: blocks received in inject_burst mode */
 static size_t net_block_max;        /* hashi_tl_config.net_block_max (inject_burst) */
@@ -177,6 +188,19 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
     }
     if (inject_burst) {
         burst_block(src, msg, len);
+        return;
+    }
+    if (pingpong) {
+        uint64_t k;
+        CHECK(src == 1 - me && len == sizeof k, "pingpong: block of %zu bytes from %d", len, src);
+        memcpy(&k, msg, sizeof k);
+        CHECK(k == pingpong_seen + 1, "pingpong: block %" PRIu64 " after %" PRIu64, k, pingpong_seen);
+        pingpong_seen = k;
+        if (me == 1) {
+            /* From the handler, where nobody may wait for a credit. */
+            int rc = hashi_tl_block_send(0, &k, sizeof k, NULL, 0);
+            CHECK(rc == 0, "pingpong: answering block %" PRIu64 " failed (%d): its credit did not come back", k, rc);
+        }
         return;
     }
     if (credit_poll) {
@@ -455,6 +479,36 @@ static void run_credit_poll(void)
     printf("rank %d of %d ok\n", me, np);
 }
 
+static uint64_t pingpong_want;
+
+static int pingpong_done(void)
+{
+    return pingpong_seen == pingpong_want;
+}
+
+/* pingpong mode (see the top). */
+static void run_pingpong(uint64_t n)
+{
+    CHECK(np == 2 && hashi_param_int(HASHI_P_FABRIC_CREDITS) == 4, "pingpong runs on 2 ranks with 4 credits");
+    CHECK(hashi_tl(1 - me)->id == HASHI_TL_FABRIC, "rank %d is not reached through the fabric transport", 1 - me);
+    pingpong = 1;
+    for (uint64_t k = 1; k <= n; k++) {
+        pingpong_want = k;
+        if (me == 0) {
+            int rc;
+            while ((rc = hashi_tl_block_send(1, &k, sizeof k, NULL, 0)) == -EAGAIN)
+                hashi_transport_progress();
+            send_ok(rc, "pingpong block");
+        }
+        while (!pingpong_done())
+            hashi_transport_wait(poll_once, 1000);
+    }
+    CHECK(fab.credit_writes == 0, "pingpong: %lu credit returns went by a write of their own in %" PRIu64
+          " round trips (expected 0: each message carries back the credit of the one it answers)", fab.credit_writes, n);
+    teardown();
+    printf("rank %d of %d ok\n", me, np);
+}
+
 static int burst_done(void)
 {
     return burst_seen == BURST;
@@ -505,6 +559,10 @@ int main(int argc, char **argv)
         hashi_transport_finalize();
         hashi_wake_detach();
         hashi_rt_finalize();
+        return 0;
+    }
+    if (argc > 2 && !strcmp(argv[1], "pingpong")) {
+        run_pingpong(strtoull(argv[2], NULL, 10));
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "credit_poll")) {

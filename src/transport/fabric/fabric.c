@@ -26,6 +26,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,7 @@ static struct {
     unsigned char *rbuf_mem;
     struct fab_mem *rbuf_reg;
     int multi_recv;
+    int tagged;                     /* messages as tagged sends into tagged receives (tag 0) */
     struct fab_queue rx_pending;
     struct fab_parked *parked, *parked_tail;
     /* The entries of the last fi_cq_read, handled in order from next on. Kept
@@ -217,7 +219,8 @@ static uint64_t credit_cqdata(int count)
  * Send the credits owed, as far as the provider takes them now (never
  * waits). A peer the provider refuses for now (its queue is full, or rxm is
  * still connecting to it, which needs that peer's progress) stays listed
- * and does not hold back the others' credits.
+ * and does not hold back the others' credits. A peer whose credits a
+ * message has carried back meanwhile (fab_hdr_make) needs no write.
  */
 static void flush_owed(void)
 {
@@ -225,16 +228,22 @@ static void flush_owed(void)
     for (size_t i = 0; i < fab.owed_count; i++) {
         int src = fab.owed_list[i];
         struct fab_peer *p = &fab.peers[src];
+        if (!p->owed) {
+            p->owed_listed = 0;
+            continue;
+        }
         ssize_t rc = fi_inject_writedata(fab.ep, NULL, 0, credit_cqdata(p->owed), p->addr, p->bell_raddr,
                                          p->bell_key);
         if (rc == -FI_EAGAIN) {
             fab.owed_list[kept++] = src;
             continue;
         }
-        if (rc)
+        if (rc) {
             warn("returning credits (fi_inject_writedata)", rc);
-        else
+        } else {
+            fab.credit_writes++;
             hashi_wake_peer(src);
+        }
         p->n_cred_sent += (uint64_t)p->owed;
         p->owed = 0;
         p->owed_listed = 0;
@@ -256,16 +265,51 @@ static void consumed(int src)
     }
 }
 
-static void credits_returned(uint64_t data)
+/* Credits src gave back: in a credit write's CQ data or a message's header. */
+static void credits_add(int src, unsigned count)
 {
-    uint64_t v = cq_value(data);
-    int src = (int)(v >> 16);
     if (src < 0 || src >= hashi_job.size || !fab.peers || !fab.peers[src].llcm_size) {
         hashi_log("fabric transport: credits from unknown rank %d: dropped", src);
         return;
     }
-    fab.peers[src].credits += (int)(v & 0xffff);
-    fab.peers[src].n_cred_got += v & 0xffff;
+    fab.peers[src].credits += (int)count;
+    fab.peers[src].n_cred_got += count;
+}
+
+static void credits_returned(uint64_t data)
+{
+    uint64_t v = cq_value(data);
+    credits_add((int)(v >> 16), (unsigned)(v & 0xffff));
+}
+
+/*
+ * The header of a message to peer, carrying back the credits owed to it
+ * (at most FAB_CREDIT_MAX): a peer that sends to us as often as we send to
+ * it (a ping-pong, an exchange) then never needs a credit write, which
+ * costs a send(2) here and a CQ entry there (one per credit_batch messages).
+ */
+static struct fab_hdr fab_hdr_make(int peer, enum fab_kind kind, size_t len)
+{
+    struct fab_peer *p = &fab.peers[peer];
+    unsigned back = p->owed < (int)FAB_CREDIT_MAX ? (unsigned)p->owed : FAB_CREDIT_MAX;
+    p->owed -= (int)back;
+    p->n_cred_sent += back;
+    return (struct fab_hdr){ .src = (uint32_t)hashi_job.rank,
+                             .word = (uint32_t)kind << FAB_KIND_SHIFT | back << FAB_CREDIT_SHIFT | (uint32_t)len };
+}
+
+static unsigned hdr_credits(const struct fab_hdr *h)
+{
+    return h->word >> FAB_CREDIT_SHIFT & FAB_CREDIT_MAX;
+}
+
+/* A message that never left: the credits its header carried are owed again. */
+static void hdr_credits_lost(int peer, const void *msg)
+{
+    struct fab_hdr h;
+    memcpy(&h, msg, sizeof h);
+    fab.peers[peer].owed += (int)hdr_credits(&h);
+    fab.peers[peer].n_cred_sent -= hdr_credits(&h);
 }
 
 static void deliver(const unsigned char *buf, size_t len)
@@ -277,7 +321,7 @@ static void deliver(const unsigned char *buf, size_t len)
     }
     memcpy(&h, buf, sizeof h);
     unsigned kind = h.word >> FAB_KIND_SHIFT;
-    size_t plen = h.word & FAB_LEN_MASK;
+    size_t plen = h.word & FAB_LEN_MASK;     /* its credits were taken at the CQ (completion) */
     int src = (int)h.src;
     if (plen > len - sizeof h || src < 0 || src >= hashi_job.size) {
         hashi_log("fabric transport: dropped a malformed message (%zu bytes, says %zu from rank %d)", len, plen, src);
@@ -416,8 +460,13 @@ static void completion(const struct fi_cq_data_entry *e, int handle)
         if (e->flags & FI_RECV && e->len) {
             const unsigned char *msg = res.multi_recv ? e->buf : r->buf;
             struct fab_hdr h = { .src = UINT32_MAX };
-            if (e->len >= sizeof h)
+            if (e->len >= sizeof h) {
                 memcpy(&h, msg, sizeof h);
+                /* Credits it carries back count at once, like a credit
+                 * write's (parked or not: they are not ordered traffic). */
+                if (hdr_credits(&h))
+                    credits_add((int)h.src, hdr_credits(&h));
+            }
             /* Credited before its handler runs: a handler may wait for
              * credits at the sender, whose handler may be waiting for ours
              * (with one credit nothing else would ever be returned). The
@@ -568,6 +617,12 @@ static ssize_t rbuf_post(struct fab_rbuf *r)
 {
     struct iovec iov = { .iov_base = r->buf, .iov_len = r->len };
     void *desc = res.rbuf_reg ? res.rbuf_reg->desc : NULL;
+    if (res.tagged) {
+        /* Tag 0, nothing ignored: every message of ours, in post order. */
+        struct fi_msg_tagged msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+                                     .tag = 0, .ignore = 0, .context = &r->op.ctx };
+        return fi_trecvmsg(fab.ep, &msg, 0);
+    }
     struct fi_msg msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
                           .context = &r->op.ctx };
     return fi_recvmsg(fab.ep, &msg, res.multi_recv ? FI_MULTI_RECV : 0);
@@ -649,14 +704,18 @@ static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes
     unsigned spins = 0;
     ssize_t rc;
     for (;;) {
-        rc = is_write ? fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key)
-                      : fi_inject(fab.ep, bytes, len, p->addr);
+        if (is_write)
+            rc = fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key);
+        else
+            rc = res.tagged ? fi_tinject(fab.ep, bytes, len, p->addr, 0) : fi_inject(fab.ep, bytes, len, p->addr);
         if (rc != -FI_EAGAIN)
             break;
         backoff(peer, &spins);
     }
     if (rc) {
         warn(is_write ? "fi_inject_writedata" : "fi_inject", rc);
+        if (!is_write)
+            hdr_credits_lost(peer, bytes);
         return -EIO;
     }
     hashi_wake_peer(peer);
@@ -681,23 +740,29 @@ static int send_slot(struct fab_slot *s)
     unsigned spins = 0;
     ssize_t rc;
     for (;;) {
-        rc = inject ? fi_inject(fab.ep, s->msg, s->wire_len, to)
-                    : fi_send(fab.ep, s->msg, s->wire_len, res.slab_mem ? res.slab_mem->desc : NULL, to, &s->op.ctx);
+        void *desc = res.slab_mem ? res.slab_mem->desc : NULL;
+        if (res.tagged)
+            rc = inject ? fi_tinject(fab.ep, s->msg, s->wire_len, to, 0)
+                        : fi_tsend(fab.ep, s->msg, s->wire_len, desc, to, 0, &s->op.ctx);
+        else
+            rc = inject ? fi_inject(fab.ep, s->msg, s->wire_len, to)
+                        : fi_send(fab.ep, s->msg, s->wire_len, desc, to, &s->op.ctx);
         if (rc != -FI_EAGAIN)
             break;
         backoff(peer, &spins);
     }
-    if (rc || inject)
-        slot_put(s);
     if (rc) {
         hashi_log("fabric transport: a message to rank %d was lost: %s", peer, fi_strerror((int)-rc));
-        return -EIO;
+        hdr_credits_lost(peer, s->msg);
     }
+    if (rc || inject)
+        slot_put(s);
+    if (rc)
+        return -EIO;
     hashi_wake_peer(peer);
     return 0;
 }
 
-/* A transport message (notification, wide tiny write) with its header. */
 /* Take a credit for a message to peer, waiting for one if wait is set. */
 static int credit_take(int peer, int wait)
 {
@@ -714,11 +779,12 @@ static int credit_take(int peer, int wait)
     return 0;
 }
 
+/* A transport message (notification, wide tiny write) with its header. */
 static int send_message(int peer, enum fab_kind kind, const void *payload, size_t len)
 {
     credit_take(peer, 1);
     size_t wire = sizeof(struct fab_hdr) + ((len + 7) & ~(size_t)7);
-    struct fab_hdr h = { .src = (uint32_t)hashi_job.rank, .word = (uint32_t)kind << FAB_KIND_SHIFT | (uint32_t)len };
+    struct fab_hdr h = fab_hdr_make(peer, kind, len);
     if (wire <= fab.inject_size && wire <= FAB_SMALL_MSG) {
         _Alignas(8) unsigned char bytes[FAB_SMALL_MSG] = { 0 };
         memcpy(bytes, &h, sizeof h);
@@ -804,7 +870,7 @@ static void fab_block_kick(int peer, size_t len)
     if (!s)
         return;
     fab.peers[peer].open = NULL;
-    struct fab_hdr h = { .src = (uint32_t)hashi_job.rank, .word = (uint32_t)FAB_MSG_BLOCK << FAB_KIND_SHIFT | (uint32_t)len };
+    struct fab_hdr h = fab_hdr_make(peer, FAB_MSG_BLOCK, len);
     memcpy(s->msg, &h, sizeof h);
     s->op.kind = FAB_OP_SEND;
     s->op.peer = peer;
@@ -899,7 +965,7 @@ void fab_mem_release(struct fab_mem *m)
 
 /* ------------------------------------------------------------ life cycle */
 
-static struct fi_info *make_hints(int multi_recv, size_t inject)
+static struct fi_info *make_hints(int multi_recv, size_t inject, int tagged)
 {
     struct fi_info *hints = fi_allocinfo();
     if (!hints)
@@ -907,6 +973,8 @@ static struct fi_info *make_hints(int multi_recv, size_t inject)
     hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     if (multi_recv)
         hints->caps |= FI_MULTI_RECV;
+    if (tagged)
+        hints->caps |= FI_TAGGED;
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
@@ -922,30 +990,16 @@ static struct fi_info *make_hints(int multi_recv, size_t inject)
     return hints;
 }
 
-/*
- * The inject size asked for (HASHI_FABRIC_INJECT, at most a whole message).
- * ofi_rxm (tcp) reports 64 bytes but injects anything up to its buffer size
- * when asked. An injected block leaves no send completion to read and hands
- * its slot back at once: per 64-byte MPI message 4180 instructions against
- * 5542 by fi_send (callgrind, docs/transport.md "Inject size"). But rxm
- * copies an injected message twice where fi_send copies it once, so from a
- * few KiB fi_send is cheaper: hence 4k by default. A provider that cannot
- * inject that much refuses the hint and keeps its own size. The provider,
- * fabric and domain stay the ones chosen without the hint.
- */
-static void widen_inject(void)
+/* The provider, fabric and domain chosen, asked again with other hints:
+ * 1 if it agreed (fab.info replaced), else 0 (fab.info kept). */
+static int requery(int multi_recv, size_t inject, int tagged)
 {
-    size_t want = (size_t)hashi_param_int(HASHI_P_FABRIC_INJECT);
-    if (want > fab.max_msg)
-        want = fab.max_msg;
     const struct fi_info *chosen = fab.info;
-    if (want <= chosen->tx_attr->inject_size || !chosen->fabric_attr->prov_name || !chosen->fabric_attr->name ||
-        !chosen->domain_attr->name)
-        return;
-    /* The same provider, fabric and domain as chosen, asked for more. */
-    struct fi_info *hints = make_hints(res.multi_recv, want), *list = NULL;
+    if (!chosen->fabric_attr->prov_name || !chosen->fabric_attr->name || !chosen->domain_attr->name)
+        return 0;
+    struct fi_info *hints = make_hints(multi_recv, inject, tagged), *list = NULL;
     if (!hints)
-        return;
+        return 0;
     hints->fabric_attr->prov_name = strdup(chosen->fabric_attr->prov_name);
     hints->fabric_attr->name = strdup(chosen->fabric_attr->name);
     hints->domain_attr->name = strdup(chosen->domain_attr->name);
@@ -954,16 +1008,57 @@ static void widen_inject(void)
         rc = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
     if (rc != 0 || !list)
-        return;
+        return 0;
     fi_freeinfo(fab.info_list);
     fab.info_list = fab.info = list;
+    return 1;
+}
+
+/*
+ * Refine the provider's attributes once it is chosen (one more fi_getinfo,
+ * only when something is to be asked):
+ *
+ * Tagged messages (HASHI_FABRIC_TAGGED; auto: on ofi_rxm). ofi_rxm frames
+ * an untagged message with its own 64-byte header, receives it into its
+ * bounce buffer and copies it into our multi-receive buffer; a tagged one it
+ * hands to the core provider (tcp), whose tag matching reads it straight
+ * into a posted buffer: 72 bytes on the wire for an 8-byte MPI message
+ * instead of 128, one copy fewer on arrival. The price is one posted buffer
+ * per message (reposted after its handler) instead of multi-receive ones.
+ *
+ * The inject size (HASHI_FABRIC_INJECT, at most a whole message). ofi_rxm
+ * reports 64 bytes but injects anything up to its buffer size when asked.
+ * An injected block leaves no send completion to read and hands its slot
+ * back at once: per 64-byte MPI message 4180 instructions against 5542 by
+ * fi_send (callgrind, docs/transport.md "Inject size"). But rxm copies an
+ * injected message twice where fi_send copies it once, so from a few KiB
+ * fi_send is cheaper: hence 4k by default. A provider that cannot inject
+ * that much refuses the hint and keeps its own size.
+ */
+static void refine_info(void)
+{
+    size_t want = (size_t)hashi_param_int(HASHI_P_FABRIC_INJECT);
+    if (want > fab.max_msg)
+        want = fab.max_msg;
+    size_t inject = want > fab.info->tx_attr->inject_size ? want : 0;
+    const char *tagged = hashi_param_str(HASHI_P_FABRIC_TAGGED);
+    const char *prov = fab.info->fabric_attr->prov_name;
+    if (strcmp(tagged, "yes") == 0 || (strcmp(tagged, "auto") == 0 && prov && strstr(prov, "ofi_rxm"))) {
+        if (requery(0, inject, 1) || (inject && requery(0, 0, 1))) {
+            res.tagged = 1;
+            res.multi_recv = 0;
+            return;
+        }
+    }
+    if (inject)
+        requery(res.multi_recv, inject, 0);
 }
 
 static int get_info(char *err, size_t errlen)
 {
     int rc = -FI_ENODATA;
     for (int multi = hashi_param_int(HASHI_P_FABRIC_MULTI_RECV) != 0; multi >= 0; multi--) {
-        struct fi_info *hints = make_hints(multi, 0);
+        struct fi_info *hints = make_hints(multi, 0, 0);
         if (!hints) {
             snprintf(err, errlen, "fabric transport: out of memory");
             return -1;
@@ -973,7 +1068,7 @@ static int get_info(char *err, size_t errlen)
         if (rc == 0 && fab.info_list) {
             res.multi_recv = multi;
             fab.info = hashi_fi_choose(fab.info_list, hashi_job.num_nodes <= 1);
-            widen_inject();
+            refine_info();
             return 0;
         }
         fab.info_list = NULL;
@@ -1172,7 +1267,7 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
         return -1;
     }
     HASHI_DEBUG(1, "fabric transport: provider %s, fabric %s, inject %zu, mr_mode %#x, %s receives", info->fabric_attr->prov_name,
-                info->fabric_attr->name, fab.inject_size, mode, res.multi_recv ? "multi" : "single");
+                info->fabric_attr->name, fab.inject_size, mode, res.multi_recv ? "multi" : res.tagged ? "tagged single" : "single");
     return 0;
 }
 
@@ -1267,7 +1362,8 @@ static void fab_finalize(void)
     free(res.scratch);
     if (fab.credit_waits)
         HASHI_DEBUG(1, "fabric transport: waited %lu times for a peer to credit messages back", fab.credit_waits);
-    HASHI_DEBUG(2, "fabric transport: %lu CQ reads, %lu of them empty", fab.cq_reads, fab.cq_empty_reads);
+    HASHI_DEBUG(2, "fabric transport: %lu CQ reads, %lu of them empty; %lu credit writes", fab.cq_reads,
+                fab.cq_empty_reads, fab.credit_writes);
     for (int r = 0; fab.peers && r < hashi_job.size; r++) {
         const struct fab_peer *p = &fab.peers[r];
         if (p->n_sent || p->n_consumed)

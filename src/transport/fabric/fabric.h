@@ -6,7 +6,9 @@
  * One RDM endpoint per rank, one completion queue, peers in an AV table.
  * What goes over the wire from one initiator to one target:
  *   messages  (block, notify, wide tiny write): fi_inject / fi_send into the
- *             target's receive buffers, each starting with struct fab_hdr;
+ *             target's receive buffers, each starting with struct fab_hdr
+ *             (on ofi_rxm: fi_tinject / fi_tsend, tag 0, into tagged
+ *             receives: HASHI_FABRIC_TAGGED);
  *   tiny writes whose value fits 40 bits, and PUSH signals: a zero-length
  *             fi_inject_writedata / the PUSH's own fi_writedata, the store
  *             encoded in the 64 bits of remote CQ data (FAB_CQ_*);
@@ -26,13 +28,19 @@
 
 #include "transport/transport.h"
 
-/* Wire header of every message: the sender (no FI_SOURCE needed) and what follows. */
+/*
+ * Wire header of every message: the sender (no FI_SOURCE needed), what
+ * follows, and the credits for the receiver's own messages that the sender
+ * returns with it (piggy-backed: traffic both ways needs no credit writes).
+ */
 struct fab_hdr {
     uint32_t src;       /* sender's world rank */
-    uint32_t word;      /* kind << FAB_KIND_SHIFT | payload length */
+    uint32_t word;      /* kind << FAB_KIND_SHIFT | credits << FAB_CREDIT_SHIFT | payload length */
 };
-#define FAB_KIND_SHIFT 28
-#define FAB_LEN_MASK ((1u << FAB_KIND_SHIFT) - 1)
+#define FAB_KIND_SHIFT 29
+#define FAB_CREDIT_SHIFT 17
+#define FAB_LEN_MASK ((1u << FAB_CREDIT_SHIFT) - 1)
+#define FAB_CREDIT_MAX ((1u << (FAB_KIND_SHIFT - FAB_CREDIT_SHIFT)) - 1)
 
 enum fab_kind {
     FAB_MSG_BLOCK = 1,  /* payload: the device's block message */
@@ -154,6 +162,7 @@ struct fab_state {
     size_t owed_count;
     struct fab_queue done;          /* put / get completions to report */
     unsigned long eagain, credit_waits;  /* diagnostics */
+    unsigned long credit_writes;    /* diagnostics: credits returned by a write of their own (not piggy-backed) */
     unsigned long cq_reads, cq_empty_reads;  /* diagnostics: CQ reads, those that found it empty */
 };
 extern struct fab_state fab;
