@@ -749,12 +749,71 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
 }
 
 /*
- * Flat, one step to the root: a member stores its contribution into the
- * root's slot (up to max_bytes) and leaves, or, larger, offers its send
- * buffer and waits until the root has read it. The root reduces each
+ * Larger than a slot: a binomial tree over the members counted from the
+ * root (vrank = (rank - root) mod n). In round k a member whose vrank has bit
+ * k set offers its partial (its send buffer, or the sum it built) to vrank -
+ * 2^k and leaves once that one has read it; the others read the partial of
+ * vrank + 2^k straight into their accumulator and reduce it there. The root
+ * does log2(n) reads and reductions where a flat read does n - 1, and the
+ * reads of one round run at once on different cores (4 ranks on 2 cores,
+ * 64 KiB: 41 -> 25 us, docs/collectives.md). Each pair in the tree
+ * exchanges once, on both sides, so the pair sequences agree.
+ */
+static int reduce_tree(const unsigned char *mine, unsigned char *recvbuf, size_t bytes, MPI_Count count,
+                       hashi_op_kernel_fn fn, int root, struct MPI_ABI_Comm *c)
+{
+    int n = c->size, vr = (c->rank - root + n) % n, rc = MPI_SUCCESS;
+    const unsigned char *partial = mine;
+    unsigned char *acc = c->rank == root ? recvbuf : NULL, *tmp = NULL;
+    int reduced = 0;
+    for (int mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
+        if (vr & mask) {
+            int parent = (vr - mask + root) % n, posted;
+            struct hashi_tl_mem mem;
+            co.seq[parent] = ++co.peer[co.member[parent]].seq;
+            rc = offer(partial, bytes, &parent, 1, &mem, &posted);
+            withdraw(&parent, posted, &mem);
+            return rc;
+        }
+        if (vr + mask >= n)
+            continue;
+        int child = (vr + mask + root) % n;
+        co.seq[child] = ++co.peer[co.member[child]].seq;
+        if (!tmp) {
+            /* An inner member accumulates in scratch (its recvbuf need not
+             * exist); a second half of it takes the reads when the
+             * accumulator holds our own data (the root's MPI_IN_PLACE). */
+            unsigned char *scratch = reduce_scratch(acc ? bytes : 2 * bytes);
+            if (!scratch)
+                return MPI_ERR_NO_MEM;
+            tmp = acc ? scratch : scratch + bytes;
+            if (!acc)
+                acc = scratch;
+        }
+        if (!reduced && acc != mine) {
+            /* The first partial lands in the accumulator itself: acc = mine op it. */
+            rc = read_offered(child, acc, bytes, 0);
+            if (rc == MPI_SUCCESS)
+                fn(mine, acc, (size_t)count);
+        } else {
+            rc = read_offered(child, tmp, bytes, 0);
+            if (rc == MPI_SUCCESS)
+                fn(tmp, acc, (size_t)count);
+        }
+        reduced = 1;
+        partial = acc;
+    }
+    if (rc == MPI_SUCCESS && !reduced && c->rank == root && mine != recvbuf)
+        memcpy(recvbuf, mine, bytes);
+    return rc;
+}
+
+/*
+ * Up to a slot, flat, one step to the root: a member stores its
+ * contribution into the root's slot and leaves. The root reduces each
  * contribution into recvbuf, which starts as its own (sendbuf may be
- * recvbuf: MPI_IN_PLACE), and acknowledges it, which frees the slot and
- * the member's buffer. Predefined ops commute: the order is the arrival's.
+ * recvbuf: MPI_IN_PLACE), and acknowledges it, which frees the slot.
+ * Larger: reduce_tree. Predefined ops commute: the order is the arrival's.
  */
 static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
                      struct MPI_ABI_Comm *c)
@@ -764,41 +823,25 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
     hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
     if (!fn || !flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int in_slot = bytes <= co.max_bytes, n = c->size, me = c->rank, rc = MPI_SUCCESS;
     const unsigned char *mine = sendbuf;
+    if (bytes > co.max_bytes)
+        return reduce_tree(mine, recvbuf, bytes, count, fn, root, c);
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
     if (me != root) {
         co.seq[root] = ++co.peer[co.member[root]].seq;
-        if (in_slot)
-            return post(co.member[root], co.seq[root], mine, bytes);
-        struct hashi_tl_mem mem;
-        int posted;
-        rc = offer(mine, bytes, &root, 1, &mem, &posted);
-        withdraw(&root, posted, &mem);
-        return rc;
+        return post(co.member[root], co.seq[root], mine, bytes);
     }
     unsigned char *acc = recvbuf;
     for (int i = 0; i < n; i++)
         if (i != me)
             co.seq[i] = ++co.peer[co.member[i]].seq;
-    unsigned char *tmp = in_slot ? NULL : reduce_scratch(bytes);
-    if (!in_slot && !tmp)
-        return MPI_ERR_NO_MEM;
+    if (mine != acc)
+        memcpy(acc, mine, bytes);
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
         int i = (me + k) % n;
-        if (k == 1 && mine != acc && !in_slot) {
-            /* The first peer's data lands in recvbuf itself: acc = mine op it. */
-            contribution(i, acc, bytes, 0, &rc);
-            if (rc == MPI_SUCCESS)
-                fn(mine, acc, (size_t)count);
-            continue;
-        }
-        if (k == 1 && mine != acc)
-            memcpy(acc, mine, bytes);
-        const unsigned char *x = contribution(i, tmp, bytes, in_slot, &rc);
-        if (rc == MPI_SUCCESS)
-            fn(x, acc, (size_t)count);
-        if (rc == MPI_SUCCESS && in_slot)
-            rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
+        const unsigned char *x = contribution(i, NULL, bytes, 1, &rc);
+        fn(x, acc, (size_t)count);
+        rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
     }
     return rc;
 }

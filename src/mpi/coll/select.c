@@ -27,6 +27,7 @@
 #include "device/device.h"
 #include "mpi/info.h"
 #include "runtime/params.h"
+#include "runtime/rt.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -201,6 +202,14 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
      * locally, one exchange at every size where Rabenseifner needs two
      * (64 KiB: 27 -> 14 us, 256 KiB: 87 -> 47; docs/collectives.md). */
     if (allreduce && c->size == 2)
+        return 1;
+    /* A reduce on an oversubscribed node: the device's binomial tree of
+     * reads at every size. Rabenseifner's reduce-scatter and gather hand the
+     * shared cores over at each of their rendezvous (4 ranks on 2 cores:
+     * 64 KiB 39 -> 23 us, 1 MiB 625 -> 500; docs/collectives.md). The same
+     * answer on every member: the device serves only communicators within
+     * one node. */
+    if (!allreduce && hashi_job.oversubscribed)
         return 1;
     return hashi_coll_select(coll, c, bytes, count, commutative) ==
            (allreduce ? HASHI_ALG_RECURSIVE_DOUBLING : HASHI_ALG_BINOMIAL);
