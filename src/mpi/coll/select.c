@@ -293,6 +293,7 @@ static struct {
     int alltoall_bruck_min, alltoall_window;
     size_t device_read_min[HASHI_DEVICE_ALLTOALL + 1], device_read_max[HASHI_DEVICE_ALLTOALL + 1];
     int device_read_ranks;
+    size_t bcast_tree_min;
 } data_conf;
 
 static void data_conf_load(void)
@@ -315,6 +316,7 @@ static void data_conf_load(void)
     data_conf.device_read_min[HASHI_DEVICE_ALLTOALL] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_ALLTOALL_READ_MIN);
     data_conf.device_read_max[HASHI_DEVICE_BCAST] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_READ_MAX);
     data_conf.device_read_ranks = (int)hashi_param_int(HASHI_P_COLL_DEVICE_READ_RANKS);
+    data_conf.bcast_tree_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_TREE_MIN);
 }
 
 /* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
@@ -393,9 +395,10 @@ int hashi_coll_alltoall_window(void)
  * algorithm: there the members read each other's buffers single-copy
  * (dimmnet: CMA), which beats the schedules' eager copies through a ring
  * and their rendezvous handshakes (docs/collectives.md, "Sixth session").
- * A broadcast only up to HASHI_COLL_DEVICE_BCAST_READ_MAX: larger, the
- * rendezvous splits the copy between both ranks, where the read has the
- * receiver copy it all.
+ * A broadcast to one reader only up to HASHI_COLL_DEVICE_BCAST_READ_MAX:
+ * larger, the rendezvous splits the copy between both ranks, where the read
+ * has the receiver copy it all; to more, from
+ * HASHI_COLL_DEVICE_BCAST_TREE_MIN at any size (the device's tree of reads).
  */
 int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes)
 {
@@ -403,7 +406,14 @@ int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI
         return 1;
     pthread_once(&conf_once, conf_load);
     size_t min = data_conf.device_read_min[coll], max = data_conf.device_read_max[coll];
-    if (!min || bytes < min || (max && bytes > max) || c->size > data_conf.device_read_ranks)
+    if (coll == HASHI_DEVICE_BCAST && c->size > 2) {
+        /* The device's tree of reads: one reader per buffer at a time. */
+        min = data_conf.bcast_tree_min;
+        max = 0;
+    } else if (c->size > data_conf.device_read_ranks) {
+        return 0;
+    }
+    if (!min || bytes < min || (max && bytes > max))
         return 0;
     switch (coll) {
     case HASHI_DEVICE_BCAST:
