@@ -293,7 +293,7 @@ static struct {
     int alltoall_bruck_min, alltoall_window;
     size_t device_read_min[HASHI_DEVICE_ALLTOALL + 1], device_read_max[HASHI_DEVICE_ALLTOALL + 1];
     int device_read_ranks;
-    size_t bcast_tree_min;
+    size_t bcast_tree_min, many_read_min;
 } data_conf;
 
 static void data_conf_load(void)
@@ -317,6 +317,7 @@ static void data_conf_load(void)
     data_conf.device_read_max[HASHI_DEVICE_BCAST] = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_READ_MAX);
     data_conf.device_read_ranks = (int)hashi_param_int(HASHI_P_COLL_DEVICE_READ_RANKS);
     data_conf.bcast_tree_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_TREE_MIN);
+    data_conf.many_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_MANY_READ_MIN);
 }
 
 /* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
@@ -399,6 +400,8 @@ int hashi_coll_alltoall_window(void)
  * larger, the rendezvous splits the copy between both ranks, where the read
  * has the receiver copy it all; to more, from
  * HASHI_COLL_DEVICE_BCAST_TREE_MIN at any size (the device's tree of reads).
+ * Allgather and alltoall on larger communicators from
+ * HASHI_COLL_DEVICE_MANY_READ_MIN.
  */
 int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes)
 {
@@ -411,7 +414,9 @@ int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI
         min = data_conf.bcast_tree_min;
         max = 0;
     } else if (c->size > data_conf.device_read_ranks) {
-        return 0;
+        /* Oversubscribed, every member's reads of 16 KiB cost more than
+         * the schedules' eager copies; from 64 KiB they win. */
+        min = data_conf.many_read_min;
     }
     if (!min || bytes < min || (max && bytes > max))
         return 0;
