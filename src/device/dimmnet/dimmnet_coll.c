@@ -88,6 +88,7 @@ static struct {
     void *scratch;         /* copies of peers' contributions read in place */
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
+    size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: allreduce_segments from 3 members */
 } co;
 
 /* ------------------------------------------------------------ layout */
@@ -737,11 +738,66 @@ static hashi_op_kernel_fn reduction_kernel(MPI_Datatype type, MPI_Op op, MPI_Cou
     return hashi_op_kernel((enum hashi_op_index)o->index, t->basic_type);
 }
 
+/* Elements [first, first + len) of count: member i's segment of n. */
+static void segment(size_t count, int n, int i, size_t *first, size_t *len)
+{
+    *first = count * (size_t)i / (size_t)n;
+    *len = count * (size_t)(i + 1) / (size_t)n - *first;
+}
+
+/*
+ * From 3 members, larger than a slot: a reduce-scatter and an allgather,
+ * both by reads. Member r owns segment r of the vector: it reads segment r
+ * of each peer's send buffer (peers r - 1, r - 2, ...: at any moment each
+ * buffer has one reader) and reduces it into its own recvbuf, then offers
+ * its recvbuf and reads each peer's finished segment from the peer's. Each
+ * member reads 2(n - 1)/n of the vector and reduces (n - 1)/n of it, where
+ * reading every whole vector costs n - 1 of each (4 ranks on 2 cores, 1 MiB:
+ * docs/collectives.md); one owner computes each segment, so every member
+ * holds bit-identical results. An ack of the second offer proves the peer
+ * also finished reading the first (it reads in that order).
+ */
+static int allreduce_segments(const unsigned char *mine, unsigned char *out, size_t count, size_t elem,
+                              hashi_op_kernel_fn fn, struct MPI_ABI_Comm *c)
+{
+    int n = c->size, me = c->rank, posted_in, posted_out = 0;
+    size_t first, len;
+    segment(count, n, me, &first, &len);
+    unsigned char *acc = out + first * elem, *tmp = reduce_scratch(len * elem + 1);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    int *readers = all_readers(c);
+    struct hashi_tl_mem in_mem, out_mem;
+    int rc = offer(mine, count * elem, readers, n - 1, &in_mem, &posted_in);
+    if (rc == MPI_SUCCESS)
+        memcpy(acc, mine + first * elem, len * elem);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me - k + n) % n;
+        rc = read_offered(i, tmp, len * elem, first * elem);
+        if (rc == MPI_SUCCESS)
+            fn(tmp, acc, len);
+    }
+    if (rc != MPI_SUCCESS) {
+        withdraw(readers, posted_in, &in_mem);
+        return rc;
+    }
+    readers = all_readers(c);
+    rc = offer(out, count * elem, readers, n - 1, &out_mem, &posted_out);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me - k + n) % n;
+        segment(count, n, i, &first, &len);
+        rc = read_offered(i, out + first * elem, len * elem, first * elem);
+    }
+    withdraw(readers, posted_out, &out_mem);
+    hashi_transport_mem_dereg(&in_mem);
+    return rc;
+}
+
 /*
  * Flat, one step: every member's contribution to every other, in its slot
- * (up to max_bytes) or, larger, offered in place (the caller offers those
- * at 2 members and where the generic choice would be recursive doubling,
- * select.c). Every rank
+ * (up to max_bytes) or, larger, offered in place: each member reads every
+ * other's vector (from 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN,
+ * allreduce_segments). Every rank
  * computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in op
  * inout, so rank order holds and all results are bit-identical.
  */
@@ -765,6 +821,12 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
             fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
         hashi_dn_stats.coll_allreduces++;
         return MPI_SUCCESS;
+    }
+    if (n > 2 && co.segments_min && bytes >= co.segments_min && (size_t)count >= (size_t)n) {
+        rc = allreduce_segments(mine, acc, (size_t)count, bytes / (size_t)count, fn, c);
+        if (rc == MPI_SUCCESS)
+            hashi_dn_stats.coll_allreduces++;
+        return rc;
     }
     int *readers = all_readers(c), posted;
     struct hashi_tl_mem mem;
@@ -985,6 +1047,8 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     int64_t max_ranks = hashi_param_int(HASHI_P_DIMMNET_COLL_RANKS);
     co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
+    /* The caller's rule (select.c): both sides of the choice read one parameter. */
+    co.segments_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_SEGMENTS_MIN);
     const char *alg = hashi_param_str(HASHI_P_DIMMNET_BARRIER_ALG);
     co.barrier_alg = strcmp(alg, "rooted") == 0    ? BARRIER_ROOTED
                      : strcmp(alg, "flat") == 0    ? BARRIER_FLAT

@@ -37,6 +37,7 @@ enum hier_mode { HIER_AUTO, HIER_ON, HIER_OFF };
 static struct {
     enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter, barrier;
     size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long, device_read_min;
+    size_t device_segments_min;
     enum hier_mode hier;
     size_t hier_max;
 } conf;
@@ -81,6 +82,7 @@ static void conf_load(void)
     conf.allreduce_ring = (size_t)hashi_param_int(HASHI_P_COLL_ALLREDUCE_RING);
     conf.reduce_scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_SCATTER_LONG);
     conf.device_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_READ_MIN);
+    conf.device_segments_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_SEGMENTS_MIN);
     conf.hier = hier_mode_named(hashi_param_str(HASHI_P_COLL_HIER));
     conf.hier_max = (size_t)hashi_param_int(HASHI_P_COLL_HIER_MAX);
     data_conf_load();
@@ -202,6 +204,11 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
      * locally, one exchange at every size where Rabenseifner needs two
      * (64 KiB: 27 -> 14 us, 256 KiB: 87 -> 47; docs/collectives.md). */
     if (allreduce && c->size == 2)
+        return 1;
+    /* From 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN: the device's
+     * reduce-scatter and allgather by reads, where Rabenseifner's rendezvous
+     * copy as much and hand the cores over more often. */
+    if (allreduce && conf.device_segments_min && bytes >= conf.device_segments_min)
         return 1;
     /* A reduce on an oversubscribed node: the device's binomial tree of
      * reads at every size. Rabenseifner's reduce-scatter and gather hand the
