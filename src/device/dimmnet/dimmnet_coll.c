@@ -80,6 +80,7 @@ static struct {
     /* the running collective: members (world ranks) and pair sequences, by comm rank */
     int *member;
     uint64_t *seq;
+    uint64_t *seq_in;      /* reduce_segments: co.seq of its first step */
     uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
     int barrier_alg;       /* HASHI_DIMMNET_BARRIER_ALG: BARRIER_FLAT, _ROOTED, _COUNTER or _AUTO */
     uint64_t sync_base;    /* counter barriers: DN_SYNC_SLOTS lines, then release words */
@@ -88,7 +89,7 @@ static struct {
     void *scratch;         /* copies of peers' contributions read in place */
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
-    size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: allreduce_segments from 3 members */
+    size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
 } co;
 
 /* ------------------------------------------------------------ layout */
@@ -606,10 +607,10 @@ static int offer(const unsigned char *mine, size_t bytes, const int *readers, in
     return rc;
 }
 
-static void withdraw(const int *readers, int posted, struct hashi_tl_mem *mem)
+static void withdraw(const int *readers, const uint64_t *seq, int posted, struct hashi_tl_mem *mem)
 {
     for (int k = 0; k < posted; k++) {
-        struct consumed_wait cw = { co.member[readers[k]], co.seq[readers[k]] };
+        struct consumed_wait cw = { co.member[readers[k]], seq[readers[k]] };
         if (!consumed(&cw))
             hashi_progress_wait_until(consumed, &cw);
     }
@@ -656,7 +657,7 @@ static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm 
     int *readers = all_readers(c), posted;
     struct hashi_tl_mem mem;
     int rc = offer(buf, bytes, readers, c->size - 1, &mem, &posted);
-    withdraw(readers, posted, &mem);
+    withdraw(readers, co.seq, posted, &mem);
     return rc;
 }
 
@@ -720,7 +721,7 @@ static int blocks_offered(const unsigned char *sendbuf, size_t sendbytes, unsign
      * measured alike at 2 ranks). */
     if (rc == MPI_SUCCESS)
         memcpy(recvbuf + (size_t)me * blk, sendbuf + (size_t)me * each, blk);
-    withdraw(readers, posted, &mem);
+    withdraw(readers, co.seq, posted, &mem);
     return rc;
 }
 
@@ -746,50 +747,68 @@ static void segment(size_t count, int n, int i, size_t *first, size_t *len)
 }
 
 /*
- * From 3 members, larger than a slot: a reduce-scatter and an allgather,
- * both by reads. Member r owns segment r of the vector: it reads segment r
- * of each peer's send buffer (peers r - 1, r - 2, ...: at any moment each
- * buffer has one reader) and reduces it into its own recvbuf, then offers
- * its recvbuf and reads each peer's finished segment from the peer's. Each
- * member reads 2(n - 1)/n of the vector and reduces (n - 1)/n of it, where
- * reading every whole vector costs n - 1 of each (4 ranks on 2 cores, 1 MiB:
- * docs/collectives.md); one owner computes each segment, so every member
- * holds bit-identical results. An ack of the second offer proves the peer
- * also finished reading the first (it reads in that order).
+ * From 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN: a reduce-scatter, then
+ * an allgather (root < 0) or a gather to the root, all by reads. Member r
+ * owns segment r of the vector: it reads segment r of each peer's send
+ * buffer (peers r - 1, r - 2, ...: at any moment each buffer has one reader)
+ * and reduces it into its segment; then the members read each other's
+ * finished segments (allreduce), or the root reads them all. A member reads
+ * 2(n - 1)/n of the vector and reduces (n - 1)/n, where reading every whole
+ * vector (or a tree's root) costs n - 1 (log2 n) of each; 4 ranks on 2 cores,
+ * 1 MiB allreduce: docs/collectives.md. One owner computes each segment, so
+ * an allreduce's members hold bit-identical results.
  */
-static int allreduce_segments(const unsigned char *mine, unsigned char *out, size_t count, size_t elem,
-                              hashi_op_kernel_fn fn, struct MPI_ABI_Comm *c)
+static int reduce_segments(const unsigned char *mine, unsigned char *out, size_t count, size_t elem,
+                           hashi_op_kernel_fn fn, int root, struct MPI_ABI_Comm *c)
 {
-    int n = c->size, me = c->rank, posted_in, posted_out = 0;
+    int n = c->size, me = c->rank, all = root < 0, posted_in, posted_out = 0;
     size_t first, len;
     segment(count, n, me, &first, &len);
-    unsigned char *acc = out + first * elem, *tmp = reduce_scratch(len * elem + 1);
+    size_t seg_bytes = len * elem;
+    /* Scratch: where the reads land, then (a reduce's non-root, whose
+     * recvbuf need not exist) our segment. */
+    unsigned char *tmp = reduce_scratch(2 * seg_bytes);
     if (!tmp)
         return MPI_ERR_NO_MEM;
+    unsigned char *acc = all || me == root ? out + first * elem : tmp + seg_bytes;
     int *readers = all_readers(c);
+    memcpy(co.seq_in, co.seq, (size_t)n * sizeof *co.seq);
     struct hashi_tl_mem in_mem, out_mem;
     int rc = offer(mine, count * elem, readers, n - 1, &in_mem, &posted_in);
-    if (rc == MPI_SUCCESS)
-        memcpy(acc, mine + first * elem, len * elem);
+    if (rc == MPI_SUCCESS && acc != mine + first * elem)   /* a root's MPI_IN_PLACE: there already */
+        memcpy(acc, mine + first * elem, seg_bytes);
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
         int i = (me - k + n) % n;
-        rc = read_offered(i, tmp, len * elem, first * elem);
+        rc = read_offered(i, tmp, seg_bytes, first * elem);
         if (rc == MPI_SUCCESS)
             fn(tmp, acc, len);
     }
-    if (rc != MPI_SUCCESS) {
-        withdraw(readers, posted_in, &in_mem);
-        return rc;
+    if (rc == MPI_SUCCESS && all) {
+        readers = all_readers(c);
+        rc = offer(out, count * elem, readers, n - 1, &out_mem, &posted_out);
+        for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+            int i = (me - k + n) % n;
+            segment(count, n, i, &first, &len);
+            rc = read_offered(i, out + first * elem, len * elem, first * elem);
+        }
+        withdraw(readers, co.seq, posted_out, &out_mem);
+    } else if (rc == MPI_SUCCESS && me != root) {
+        co.seq[root] = ++co.peer[co.member[root]].seq;
+        rc = offer(acc, seg_bytes, &root, 1, &out_mem, &posted_out);
+        withdraw(&root, co.seq, posted_out, &out_mem);
+    } else if (rc == MPI_SUCCESS) {
+        /* The root: member i's segment is only written once i has read
+         * ours from its place in the root's buffer (MPI_IN_PLACE). */
+        for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+            int i = (me - k + n) % n;
+            co.seq[i] = ++co.peer[co.member[i]].seq;
+            segment(count, n, i, &first, &len);
+            rc = read_offered(i, out + first * elem, len * elem, 0);
+        }
     }
-    readers = all_readers(c);
-    rc = offer(out, count * elem, readers, n - 1, &out_mem, &posted_out);
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me - k + n) % n;
-        segment(count, n, i, &first, &len);
-        rc = read_offered(i, out + first * elem, len * elem, first * elem);
-    }
-    withdraw(readers, posted_out, &out_mem);
-    hashi_transport_mem_dereg(&in_mem);
+    /* Our send buffer's readers, by the sequences of the first step (the
+     * readers list is the same). */
+    withdraw(readers, co.seq_in, posted_in, &in_mem);
     return rc;
 }
 
@@ -797,7 +816,7 @@ static int allreduce_segments(const unsigned char *mine, unsigned char *out, siz
  * Flat, one step: every member's contribution to every other, in its slot
  * (up to max_bytes) or, larger, offered in place: each member reads every
  * other's vector (from 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN,
- * allreduce_segments). Every rank
+ * reduce_segments). Every rank
  * computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in op
  * inout, so rank order holds and all results are bit-identical.
  */
@@ -823,7 +842,7 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         return MPI_SUCCESS;
     }
     if (n > 2 && co.segments_min && bytes >= co.segments_min && (size_t)count >= (size_t)n) {
-        rc = allreduce_segments(mine, acc, (size_t)count, bytes / (size_t)count, fn, c);
+        rc = reduce_segments(mine, acc, (size_t)count, bytes / (size_t)count, fn, -1, c);
         if (rc == MPI_SUCCESS)
             hashi_dn_stats.coll_allreduces++;
         return rc;
@@ -845,7 +864,7 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
                 fn(x, acc, (size_t)count);
         }
     }
-    withdraw(readers, posted, &mem);
+    withdraw(readers, co.seq, posted, &mem);
     if (rc == MPI_SUCCESS)
         hashi_dn_stats.coll_allreduces++;
     return rc;
@@ -875,7 +894,7 @@ static int reduce_tree(const unsigned char *mine, unsigned char *recvbuf, size_t
             struct hashi_tl_mem mem;
             co.seq[parent] = ++co.peer[co.member[parent]].seq;
             rc = offer(partial, bytes, &parent, 1, &mem, &posted);
-            withdraw(&parent, posted, &mem);
+            withdraw(&parent, co.seq, posted, &mem);
             return rc;
         }
         if (vr + mask >= n)
@@ -927,6 +946,9 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
     if (!fn || !flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     const unsigned char *mine = sendbuf;
+    if (bytes > co.max_bytes && c->size > 2 && co.segments_min && bytes >= co.segments_min &&
+        (size_t)count >= (size_t)c->size)
+        return reduce_segments(mine, recvbuf, (size_t)count, bytes / (size_t)count, fn, root, c);
     if (bytes > co.max_bytes)
         return reduce_tree(mine, recvbuf, bytes, count, fn, root, c);
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
@@ -1032,9 +1054,10 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.local_index = malloc((size_t)n * sizeof *co.local_index);
     co.member = malloc((size_t)n * sizeof *co.member);
     co.seq = malloc((size_t)n * sizeof *co.seq);
+    co.seq_in = malloc((size_t)n * sizeof *co.seq_in);
     co.readers = malloc((size_t)n * sizeof *co.readers);
     co.peer = calloc((size_t)n, sizeof *co.peer);
-    if (!co.local_index || !co.member || !co.seq || !co.readers || !co.peer) {
+    if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.peer) {
         snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
         hashi_dn_coll_finalize();
         return -1;
@@ -1089,6 +1112,7 @@ void hashi_dn_coll_finalize(void)
     free(co.local_index);
     free(co.member);
     free(co.seq);
+    free(co.seq_in);
     free(co.peer);
     free(co.scratch);
     free(co.readers);

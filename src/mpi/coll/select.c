@@ -206,9 +206,9 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
     if (allreduce && c->size == 2)
         return 1;
     /* From 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN: the device's
-     * reduce-scatter and allgather by reads, where Rabenseifner's rendezvous
-     * copy as much and hand the cores over more often. */
-    if (allreduce && conf.device_segments_min && bytes >= conf.device_segments_min)
+     * reduce-scatter and allgather (or gather) by reads, where Rabenseifner's
+     * rendezvous copy as much and hand the cores over more often. */
+    if (c->size > 2 && conf.device_segments_min && bytes >= conf.device_segments_min)
         return 1;
     /* A reduce on an oversubscribed node: the device's binomial tree of
      * reads at every size. Rabenseifner's reduce-scatter and gather hand the
