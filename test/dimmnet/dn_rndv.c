@@ -12,7 +12,12 @@
  *                        Ssend; `recv`: every receive is posted first; `send`:
  *                        every message waits unexpected (Probe) first
  *   both COUNT           ranks 0 and 1 exchange COUNT messages each way at
- *                        once, half of the receives posted before the sends
+ *                        once, half of the receives posted before the sends;
+ *                        an anchor message each way, sent first and received
+ *                        only afterwards (rank 1's first), keeps each side's
+ *                        own rendezvous outstanding throughout, so the rule
+ *                        "both ways: the receiver reads it all" applies to
+ *                        every exchanged message whatever the timing
  *   anysource COUNT      every rank but 0 sends COUNT messages to rank 0, which
  *                        receives them with ANY_SOURCE / ANY_TAG, half
  *                        pre-posted; per-source order and contents checked
@@ -123,6 +128,11 @@ static void mode_both(int count)
         sbuf[i] = guarded(both_size(i));
         fill(sbuf[i], both_size(i), rank, i);
     }
+    enum { ANCHOR_TAG = 1000, ANCHOR_SIZE = 20000 };
+    unsigned char *anchor_out = guarded(ANCHOR_SIZE), *anchor_in = guarded(ANCHOR_SIZE);
+    fill(anchor_out, ANCHOR_SIZE, rank, ANCHOR_TAG);
+    MPI_Request anchor_rq;
+    CHECK_MPI(MPI_Isend(anchor_out, ANCHOR_SIZE, MPI_BYTE, peer, ANCHOR_TAG, MPI_COMM_WORLD, &anchor_rq));
     int half = count / 2;
     for (int i = 0; i < half; i++)
         CHECK_MPI(MPI_Irecv(rbuf[i], (int)both_size(i), MPI_BYTE, peer, i, MPI_COMM_WORLD, &rq[i]));
@@ -132,6 +142,21 @@ static void mode_both(int count)
     for (int i = half; i < count; i++)
         CHECK_MPI(MPI_Irecv(rbuf[i], (int)both_size(i), MPI_BYTE, peer, i, MPI_COMM_WORLD, &rq[i]));
     CHECK_MPI(MPI_Waitall(2 * count, rq, st));
+    /* The anchors: rank 1 reads rank 0's while its own is still announced
+     * (itself), then rank 0 reads rank 1's, announced long before (a pull). */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Status anchor_st;
+    for (int turn = 1; turn >= 0; turn--) {
+        if (rank == turn) {
+            CHECK_MPI(MPI_Recv(anchor_in, ANCHOR_SIZE, MPI_BYTE, peer, ANCHOR_TAG, MPI_COMM_WORLD, &anchor_st));
+            check_status(&anchor_st, peer, ANCHOR_TAG, ANCHOR_SIZE);
+            verify(anchor_in, ANCHOR_SIZE, peer, ANCHOR_TAG, "anchor");
+        }
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    CHECK_MPI(MPI_Wait(&anchor_rq, MPI_STATUS_IGNORE));
+    guarded_free(anchor_out);
+    guarded_free(anchor_in);
     for (int i = 0; i < count; i++) {
         check_status(&st[i], peer, i, both_size(i));
         verify(rbuf[i], both_size(i), peer, i, "both ways");
