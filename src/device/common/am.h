@@ -13,9 +13,10 @@
  * result as the MTL-shaped table hashi_am_p2p_ops that the MPI layer uses
  * through hashi_device->p2p.
  *
- * Threading: like the rest of the device layer, the core assumes one thread
- * at a time (MPI_THREAD_SERIALIZED); all its state hangs off one struct so a
- * lock can be added around it later.
+ * Threading: like the rest of the device layer, the core runs one call at a
+ * time; under MPI_THREAD_MULTIPLE the MPI layer's global lock makes it so
+ * (docs/threads.md). All its state hangs off one struct, so finer locking can
+ * come later.
  */
 #ifndef HASHI_DEVICE_COMMON_AM_H
 #define HASHI_DEVICE_COMMON_AM_H
