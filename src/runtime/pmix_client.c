@@ -165,6 +165,13 @@ int hashi_rt_init(char *err, size_t errlen)
     hashi_job.node_id = get_u32(&self_proc, PMIX_NODEID, &v) == 0 ? (int)v : 0;
     hashi_job.appnum = get_u32(&self_proc, PMIX_APPNUM, &v) == 0 ? (int)v : 0;
     if (hashi_job.size < 1 || hashi_job.rank < 0 || hashi_job.rank >= hashi_job.size) {
+        /* Under Hashi's mpirun this means the launcher dropped the job's
+         * namespace while we connected: the job is ending (another rank
+         * failed) and our SIGTERM is on its way. Give it time to arrive
+         * rather than add a misleading line to the job's output. */
+        if (dir)
+            for (int i = 0; i < 200; i++)
+                usleep(10000);
         snprintf(err, errlen, "PMIx reports rank %d of a job of size %d", hashi_job.rank, hashi_job.size);
         return -1;
     }
