@@ -280,14 +280,21 @@ static void exchange_window(unsigned char *out, int count, size_t bytes, int pee
     free(rq);
 }
 
+/* Ranks 0 and 1 as a pair communicator; the peer's rank, or -1 on the
+ * others (which wait in the final barrier meanwhile). */
+static int pair_up(const char *mode, MPI_Comm *pair)
+{
+    CHECK(size >= 2, "%s needs 2 ranks", mode);
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, pair));
+    return rank > 1 ? -1 : 1 - rank;
+}
+
 static void mode_busypull(int count, size_t bytes)
 {
-    CHECK(size >= 2, "busypull needs 2 ranks");
     MPI_Comm pair;
-    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair));
-    if (rank > 1)
-        return;   /* the others wait in the final barrier meanwhile */
-    int peer = 1 - rank;
+    int peer = pair_up("busypull", &pair);
+    if (peer < 0)
+        return;
     unsigned char *out = malloc((size_t)count * bytes), *in = malloc((size_t)count * bytes);
     MPI_Request *rq = malloc(sizeof *rq * (size_t)count);
     CHECK(out && in && rq, "out of memory");
@@ -365,12 +372,10 @@ static void mode_busypull(int count, size_t bytes)
 
 static void mode_bidir(int count, size_t bytes)
 {
-    CHECK(size >= 2, "bidir needs 2 ranks");
     MPI_Comm pair;
-    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair));
-    if (rank > 1)
+    int peer = pair_up("bidir", &pair);
+    if (peer < 0)
         return;
-    int peer = 1 - rank;
     unsigned char *out = malloc((size_t)count * bytes), *in = malloc((size_t)count * bytes);
     MPI_Request *rq = malloc(sizeof *rq * 2 * (size_t)count);
     CHECK(out && in && rq, "out of memory");

@@ -1088,6 +1088,20 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
     return MPI_SUCCESS;
 }
 
+/* req's message as one EAGER (h: envelope filled); the device's answer
+ * (0, or -EAGAIN under HASHI_AM_SEND_NOWAIT, or another error). */
+static int send_eager(struct MPI_ABI_Request *req, struct am_hdr *h, unsigned flags)
+{
+    struct am_peer *peer = &core.peers[req->dest_world];
+    h->type = AM_EAGER;
+    h->flags = 0;
+    h->seq = peer->send_seq++;
+    int rc = core.am->send(req->dest_world, h, AM_SHORT_HDR, req->dev_buf, req->dev_bytes, flags, eager_done, req);
+    if (rc != 0)
+        peer->send_seq--;
+    return rc;
+}
+
 static int am_isend(struct MPI_ABI_Request *req)
 {
     struct am_send_state *s = send_state(req);
@@ -1113,27 +1127,15 @@ static int am_isend(struct MPI_ABI_Request *req)
                 if (rc != 1)
                     return rc;
             }
-            h.type = AM_EAGER;
-            h.seq = peer->send_seq++;
             unsigned flags = eager_flags(len);
-            int rc = core.am->send(req->dest_world, &h, AM_SHORT_HDR, req->dev_buf, len, flags, eager_done, req);
-            if (rc == 0)
-                return MPI_SUCCESS;
-            peer->send_seq--;
+            int rc = send_eager(req, &h, flags);
             if (rc != -EAGAIN || !(flags & HASHI_AM_SEND_NOWAIT))
-                return MPI_ERR_OTHER;
+                return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
             /* The device would have queued a copy: let the receiver read it. */
             rc = send_rts(req, &h, PULL_BUSY);
             if (rc != 1)
                 return rc;
-            h.type = AM_EAGER;
-            h.seq = peer->send_seq++;
-            if (core.am->send(req->dest_world, &h, AM_SHORT_HDR, req->dev_buf, len, HASHI_AM_SEND_BUFFERED,
-                              eager_done, req) != 0) {
-                peer->send_seq--;
-                return MPI_ERR_OTHER;
-            }
-            return MPI_SUCCESS;
+            return send_eager(req, &h, HASHI_AM_SEND_BUFFERED) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
         s->cookie = hashi_cookie_new(&core.cookies, req);
         if (!s->cookie)

@@ -585,6 +585,16 @@ static int read_offered(int i, void *dst, size_t bytes, uint64_t offset)
     return store(w, area_off(co.my_index), seq);
 }
 
+/* The key to registered mem into the slot of reader i (comm rank), pair
+ * sequence co.seq[i]. */
+static int post_key(const struct hashi_tl_mem *mem, int i)
+{
+    int w = co.member[i];
+    struct offer_desc d;
+    hashi_transport_rkey(mem, w, &d.rkey);
+    return post(w, co.seq[i], (const unsigned char *)&d, sizeof d);
+}
+
 /* Offer our send buffer to the members in readers[] (comm ranks; co.seq
  * holds the pair sequences): register it, post its key into each reader's
  * slot; *posted counts the readers told. withdraw() waits until each of them
@@ -597,10 +607,7 @@ static int offer(const unsigned char *mine, size_t bytes, const int *readers, in
         return MPI_ERR_NO_MEM;   /* not a decline: the readers wait for us */
     int rc = MPI_SUCCESS;
     for (int k = 0; k < nreaders && rc == MPI_SUCCESS; k++) {
-        int w = co.member[readers[k]];
-        struct offer_desc d;
-        hashi_transport_rkey(mem, w, &d.rkey);
-        rc = post(w, co.seq[readers[k]], (const unsigned char *)&d, sizeof d);
+        rc = post_key(mem, readers[k]);
         if (rc == MPI_SUCCESS)
             ++*posted;
     }
@@ -689,10 +696,8 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
         return MPI_ERR_NO_MEM;
     for (; v + m < n && rc == MPI_SUCCESS; m *= 2) {
         int child = (v + m + root) % n, w = co.member[child];
-        struct offer_desc d;
-        hashi_transport_rkey(&mem, w, &d.rkey);
         co.seq[child] = ++co.peer[w].seq;
-        rc = post(w, co.seq[child], (const unsigned char *)&d, sizeof d);
+        rc = post_key(&mem, child);
         struct consumed_wait cw = { w, co.seq[child] };
         if (rc == MPI_SUCCESS && !consumed(&cw))
             hashi_progress_wait_until(consumed, &cw);

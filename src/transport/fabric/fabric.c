@@ -697,6 +697,12 @@ static int retry(struct fab_queue *q)
     return posted;
 }
 
+/* A message injected (no completion), tagged (tag 0) or not as the endpoint's receives are. */
+static ssize_t inject_msg(const void *buf, size_t len, fi_addr_t to)
+{
+    return res.tagged ? fi_tinject(fab.ep, buf, len, to, 0) : fi_inject(fab.ep, buf, len, to);
+}
+
 /* A message of at most FAB_SMALL_MSG bytes, or a zero-length write carrying cqdata. */
 static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes, size_t len)
 {
@@ -704,10 +710,8 @@ static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes
     unsigned spins = 0;
     ssize_t rc;
     for (;;) {
-        if (is_write)
-            rc = fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key);
-        else
-            rc = res.tagged ? fi_tinject(fab.ep, bytes, len, p->addr, 0) : fi_inject(fab.ep, bytes, len, p->addr);
+        rc = is_write ? fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key)
+                      : inject_msg(bytes, len, p->addr);
         if (rc != -FI_EAGAIN)
             break;
         backoff(peer, &spins);
@@ -741,12 +745,11 @@ static int send_slot(struct fab_slot *s)
     ssize_t rc;
     for (;;) {
         void *desc = res.slab_mem ? res.slab_mem->desc : NULL;
-        if (res.tagged)
-            rc = inject ? fi_tinject(fab.ep, s->msg, s->wire_len, to, 0)
-                        : fi_tsend(fab.ep, s->msg, s->wire_len, desc, to, 0, &s->op.ctx);
+        if (inject)
+            rc = inject_msg(s->msg, s->wire_len, to);
         else
-            rc = inject ? fi_inject(fab.ep, s->msg, s->wire_len, to)
-                        : fi_send(fab.ep, s->msg, s->wire_len, desc, to, &s->op.ctx);
+            rc = res.tagged ? fi_tsend(fab.ep, s->msg, s->wire_len, desc, to, 0, &s->op.ctx)
+                            : fi_send(fab.ep, s->msg, s->wire_len, desc, to, &s->op.ctx);
         if (rc != -FI_EAGAIN)
             break;
         backoff(peer, &spins);
