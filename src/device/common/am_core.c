@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
@@ -75,7 +76,7 @@ struct am_hdr {
 /* An RTS for an eager-sized message the device could not take at once
  * (hashi_am_core_set_busy_pull) or sent while traffic flows both ways
  * (hashi_am_core_set_bidir_pull): the receiver reads it without waiting
- * for a match (core.unread_head) and answers FIN. */
+ * for a match (core.unread) and answers FIN. */
 #define AM_PULL_NOW 0x1u
 
 /* The plain eager header is the short form, so that a small message and its
@@ -167,7 +168,7 @@ struct am_unexp {
     uint64_t size;
     struct MPI_ABI_Request *req;  /* busy pull: the receive that matched it while pulling */
     size_t alloc;           /* bytes allocated (runtime/bufcache.h) */
-    struct am_unexp *unread_prev, *unread_next;
+    TAILQ_ENTRY(am_unexp) unread_link;   /* on core.unread while unread */
     unsigned char rkey[HASHI_AM_RKEY_MAX];
     unsigned char data[];   /* eager payload (busy pull: once read, it is one) */
 };
@@ -211,7 +212,7 @@ static struct am_core {
     struct hashi_cookies cookies;
     struct am_peer *peers;  /* by world rank */
     int npeers;
-    struct am_unexp *unread_head, *unread_tail;  /* busy pulls not read yet, oldest first (below) */
+    TAILQ_HEAD(, am_unexp) unread;  /* busy pulls not read yet, oldest first (below) */
 } core;
 
 struct hashi_device_p2p_ops hashi_am_p2p_ops;
@@ -230,31 +231,18 @@ enum pull_why { PULL_NO, PULL_BUSY, PULL_BIDIR };
  * window a second copy of nearly every message: the peer's next window
  * arrived in the same pass as the last answers of the current one.
  */
-size_t hashi_am_unread_pulls;   /* entries on core.unread_head */
+size_t hashi_am_unread_pulls;   /* entries on core.unread */
 
 static void unread_add(struct am_unexp *u)
 {
     u->unread = 1;
-    u->unread_next = NULL;
-    u->unread_prev = core.unread_tail;
-    if (core.unread_tail)
-        core.unread_tail->unread_next = u;
-    else
-        core.unread_head = u;
-    core.unread_tail = u;
+    TAILQ_INSERT_TAIL(&core.unread, u, unread_link);
     hashi_am_unread_pulls++;
 }
 
 static void unread_remove(struct am_unexp *u)
 {
-    if (u->unread_prev)
-        u->unread_prev->unread_next = u->unread_next;
-    else
-        core.unread_head = u->unread_next;
-    if (u->unread_next)
-        u->unread_next->unread_prev = u->unread_prev;
-    else
-        core.unread_tail = u->unread_prev;
+    TAILQ_REMOVE(&core.unread, u, unread_link);
     u->unread = 0;
     hashi_am_unread_pulls--;
 }
@@ -681,7 +669,7 @@ static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, 
 
 int hashi_am_core_idle(void)
 {
-    struct am_unexp *u = core.unread_head;
+    struct am_unexp *u = TAILQ_FIRST(&core.unread);
     if (!u)
         return 0;
     unread_remove(u);
@@ -1266,6 +1254,7 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
                        char *err, size_t errlen)
 {
     memset(&core, 0, sizeof core);
+    TAILQ_INIT(&core.unread);
     hashi_am_unread_pulls = 0;
     if (am->max_send < HASHI_AM_MIN_SEND) {
         snprintf(err, errlen, "matching core: device %s sends at most %zu bytes per message (%d needed)", am->name,
