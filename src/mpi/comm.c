@@ -83,7 +83,8 @@ void hashi_comm_destroy(struct MPI_ABI_Comm *c)
     hashi_p2p_comm_destroyed(c);
     hashi_coll_comm_free(c);
     hashi_handle_forget(c);
-    if (c->magic == HASHI_COMM_MAGIC) /* not an idup that failed before it got its id */
+    /* Not an idup that failed before it got its id, nor a sub-communicator. */
+    if (c->magic == HASHI_COMM_MAGIC && !c->context_borrowed)
         hashi_context_put(c->context_id);
     hashi_attr_discard(&c->attributes); /* only left when creation failed half way */
     hashi_topo_free(c->topology);
@@ -151,7 +152,7 @@ static int agreement_error(const char *func, struct MPI_ABI_Comm *parent, int rc
     if (exhausted)
         return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_OTHER,
                               "all %u communicator context ids are in use by some member of the communicator "
-                              "(free communicators that are no longer needed)", hashi_context_pairs());
+                              "(free communicators that are no longer needed)", hashi_context_ids());
     return hashi_err_comm(func, hashi_comm_handle(parent), rc,
                           "agreeing on a context id with the other members failed");
 }
@@ -176,6 +177,25 @@ int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int me
     return MPI_SUCCESS;
 }
 
+uint32_t hashi_comm_sub_context(const struct MPI_ABI_Comm *parent, int which)
+{
+    if (hashi_job.num_nodes <= 1 || parent == &hashi_comm_self || parent->context_borrowed)
+        return UINT32_MAX;
+    uint32_t first = parent == &hashi_comm_world ? HASHI_CONTEXT_WORLD_SUB : parent->context_id + 2;
+    return first + 2u * (uint32_t)which;
+}
+
+struct MPI_ABI_Comm *hashi_comm_new_sub(struct MPI_ABI_Comm *parent, int which, struct MPI_ABI_Group *group)
+{
+    uint32_t context_id = hashi_comm_sub_context(parent, which);
+    if (context_id == UINT32_MAX)
+        return NULL;
+    struct MPI_ABI_Comm *c = comm_new(group, context_id, parent->errhandler);
+    if (c)
+        c->context_borrowed = 1;
+    return c;
+}
+
 /* ---- set-up and tear-down ---- */
 
 static int attr_universe_size, attr_appnum;  /* MPI_UNIVERSE_SIZE, MPI_APPNUM: fixed at MPI_Init */
@@ -183,7 +203,7 @@ static int attr_universe_size, attr_appnum;  /* MPI_UNIVERSE_SIZE, MPI_APPNUM: f
 void hashi_comms_init(void)
 {
     hashi_groups_init();
-    hashi_context_pool_init();
+    hashi_context_pool_init(hashi_job.num_nodes > 1);
 
     hashi_comm_world.context_id = HASHI_CONTEXT_WORLD;
     hashi_comm_world.group = &hashi_group_world;

@@ -32,15 +32,24 @@
 /* Reserved in every process for partitioned point-to-point (p2p/partitioned.c):
  * 4 carries partition data, 5 the set-up messages, addressed by world rank. */
 #define HASHI_CONTEXT_PARTITIONED 4u
+/* In a job spanning several nodes every communicator takes an aligned block
+ * of pairs: its own, then its node-local and its node leaders'
+ * sub-communicators' (coll/hier.c), which are then known to every member
+ * without another agreement, so even a nonblocking collective can set them up
+ * (MPICH's subcomm context bits do the same). WORLD's block is the first
+ * (with SELF and partitioned); its sub-communicators take the second. */
+#define HASHI_CONTEXT_BLOCK_PAIRS 4u
+#define HASHI_CONTEXT_WORLD_SUB (2u * HASHI_CONTEXT_BLOCK_PAIRS)
 
 /* ---- context ids (contextid.c) ---- */
 
-void hashi_context_pool_init(void);
+/* several_nodes: the job spans several nodes (blocks of pairs, above). */
+void hashi_context_pool_init(int several_nodes);
 void hashi_context_pool_finalize(void);
 /* Return a communicator's pair to the pool (when the object goes). */
 void hashi_context_put(uint32_t context_id);
-/* How many pairs exist (for messages). */
-unsigned hashi_context_pairs(void);
+/* How many communicators' ids exist (for messages). */
+unsigned hashi_context_ids(void);
 
 /* Called once when an agreement ends: rc MPI_SUCCESS with the context id
  * (taken from this process's pool when joining), or an error class;
@@ -62,6 +71,14 @@ int hashi_context_agree_start(struct MPI_ABI_Comm *parent, int join, int tag, ha
 int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t *context_id, int *exhausted);
 
 /* ---- communicators ---- */
+
+/* Sub-communicator `which` (0: node-local, 1: node leaders) of parent: its
+ * context id, taken from the parent's block (UINT32_MAX: the parent has
+ * none, e.g. a job on one node); and a communicator over `group` (retained;
+ * the members of the parent that belong) on it, which owns no context id
+ * (NULL: none, or out of memory). Every member finds the same id alone. */
+uint32_t hashi_comm_sub_context(const struct MPI_ABI_Comm *parent, int which);
+struct MPI_ABI_Comm *hashi_comm_new_sub(struct MPI_ABI_Comm *parent, int which, struct MPI_ABI_Group *group);
 
 /* Pending operations hold a reference (requests retain their communicator),
  * so MPI_Comm_free only drops the user's one; the last release frees the

@@ -35,16 +35,31 @@ static struct {
     mtx_t lock; /* threads creating communicators share the maps */
     uint32_t free_pairs[CONTEXT_MASK_WORDS];
     uint32_t reserved[CONTEXT_MASK_WORDS];
+    /* Pairs a communicator takes: 1, or HASHI_CONTEXT_BLOCK_PAIRS (aligned)
+     * when the job spans several nodes, so that the communicator's two
+     * node-aware sub-communicators find their pairs without agreeing. */
+    uint32_t block;
 } pool;
 
-void hashi_context_pool_init(void)
+void hashi_context_pool_init(int several_nodes)
 {
     mtx_init(&pool.lock, mtx_plain);
     memset(pool.free_pairs, 0xff, sizeof pool.free_pairs);
     memset(pool.reserved, 0, sizeof pool.reserved);
-    /* MPI_COMM_WORLD (0/1) and MPI_COMM_SELF (2/3) */
-    pool.free_pairs[0] &= ~((UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)) |
-                            (UINT32_C(1) << (HASHI_CONTEXT_PARTITIONED / 2)));
+    pool.block = several_nodes ? HASHI_CONTEXT_BLOCK_PAIRS : 1;
+    /* MPI_COMM_WORLD (0/1), MPI_COMM_SELF (2/3), partitioned (4/5); with
+     * blocks, the rest of that block and WORLD's sub-communicators' block. */
+    uint32_t fixed = several_nodes ? (UINT32_C(1) << (HASHI_CONTEXT_WORLD_SUB / 2 + HASHI_CONTEXT_BLOCK_PAIRS)) - 1
+                                   : (UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)) |
+                                         (UINT32_C(1) << (HASHI_CONTEXT_PARTITIONED / 2));
+    pool.free_pairs[0] &= ~fixed;
+}
+
+/* The bits of the block that starts at `pair` within its word. */
+static uint32_t block_bits(uint32_t pair)
+{
+    uint32_t bits = pool.block == 32 ? UINT32_MAX : (UINT32_C(1) << pool.block) - 1;
+    return bits << (pair % 32);
 }
 
 void hashi_context_pool_finalize(void)
@@ -56,7 +71,7 @@ void hashi_context_put(uint32_t context_id)
 {
     uint32_t pair = context_id / 2;
     mtx_lock(&pool.lock);
-    pool.free_pairs[pair / 32] |= UINT32_C(1) << (pair % 32);
+    pool.free_pairs[pair / 32] |= block_bits(pair);
     mtx_unlock(&pool.lock);
 }
 
@@ -145,10 +160,10 @@ static int settle_window(struct agreement *a, uint32_t pair)
     for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++)
         pool.reserved[a->first + w] &= ~a->offered[w];
     if (pair != CONTEXT_PAIRS && a->join) {
-        uint32_t bit = UINT32_C(1) << (pair % 32);
+        uint32_t bits = block_bits(pair);
         /* It was offered by this process, so it is free and was ours. */
-        if ((a->offered[pair / 32 - a->first] & bit) && (pool.free_pairs[pair / 32] & bit))
-            pool.free_pairs[pair / 32] &= ~bit;
+        if ((a->offered[pair / 32 - a->first] & bits) == bits && (pool.free_pairs[pair / 32] & bits) == bits)
+            pool.free_pairs[pair / 32] &= ~bits;
         else
             rc = -1;
     }
@@ -177,13 +192,25 @@ static void fail(struct agreement *a, int rc)
 
 static int start_window(struct agreement *a);
 
-/* The AND of the current window is in buf: take its lowest pair, or move on. */
+/* The lowest block all of whose pairs are set in `word`, as a bit index; -1 if none. */
+static int first_block(uint32_t word)
+{
+    if (pool.block == 1)
+        return word ? __builtin_ctz(word) : -1;
+    for (uint32_t b = 0; b < 32; b += pool.block)
+        if ((word & block_bits(b)) == block_bits(b))
+            return (int)b;
+    return -1;
+}
+
+/* The AND of the current window is in buf: take its lowest block, or move on. */
 static void window_result(struct agreement *a)
 {
     uint32_t pair = CONTEXT_PAIRS;
     for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
-        if (a->buf[w]) {
-            pair = (a->first + w) * 32 + (uint32_t)__builtin_ctz(a->buf[w]);
+        int b = first_block(a->buf[w]);
+        if (b >= 0) {
+            pair = (a->first + w) * 32 + (uint32_t)b;
             break;
         }
     }
@@ -421,7 +448,7 @@ int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t
     return r.rc;
 }
 
-unsigned hashi_context_pairs(void)
+unsigned hashi_context_ids(void)
 {
-    return CONTEXT_PAIRS;
+    return CONTEXT_PAIRS / pool.block;
 }

@@ -56,6 +56,7 @@ struct MPI_ABI_Comm {
     uint32_t magic;               /* HASHI_COMM_MAGIC */
     int rank, size;
     uint32_t context_id;
+    int context_borrowed;         /* a sub-communicator's pair, owned by its parent's block (comm.h) */
     struct MPI_ABI_Group *group;  /* members, as world ranks */
     const int *world_ranks;       /* group->world_ranks, or NULL for the identity (world) */
     struct MPI_ABI_Errhandler *errhandler;

@@ -129,6 +129,16 @@ static int split_virtual_nodes(char *err, size_t errlen)
         hashi_job.peer_is_local[r] = r >= first && r < end;
     hashi_job.node_id = my_node;
     hashi_job.num_nodes = nodes;
+    hashi_job.node_of_rank = malloc((size_t)n * sizeof *hashi_job.node_of_rank);
+    if (!hashi_job.node_of_rank) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int r = 0, node = 0; r < n; r++) {
+        while ((int64_t)(node + 1) * n / nodes <= r)
+            node++;
+        hashi_job.node_of_rank[r] = node;
+    }
     hashi_job.local_size = end - first;
     hashi_job.local_rank = hashi_job.rank - first;
     return 0;
@@ -198,6 +208,55 @@ int hashi_rt_init(char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * Every rank's node from the launcher: PMIX_NODEID, else PMIX_HOSTNAME (nodes
+ * numbered in order of first appearance), which every process reads alike.
+ * NULL if it says neither for some rank.
+ */
+static int *nodes_from_launcher(void)
+{
+    int n = hashi_job.size;
+    int *node = malloc((size_t)n * sizeof *node);
+    char **host = calloc((size_t)n, sizeof *host);
+    int ok = node && host;
+    for (int r = 0; ok && r < n; r++) {
+        pmix_proc_t proc;
+        PMIX_LOAD_PROCID(&proc, self_proc.nspace, (pmix_rank_t)r);
+        uint32_t v;
+        if (get_u32(&proc, PMIX_NODEID, &v) == 0) {
+            node[r] = (int)v;
+            continue;
+        }
+        if (!(host[r] = get_string(&proc, PMIX_HOSTNAME))) {
+            ok = 0;
+            break;
+        }
+        node[r] = -1;
+        for (int q = 0; q < r && node[r] < 0; q++)
+            if (host[q] && strcmp(host[q], host[r]) == 0)
+                node[r] = node[q];
+        if (node[r] < 0)
+            node[r] = n + r; /* a new host: an id no PMIX_NODEID of this job takes */
+    }
+    for (int r = 0; host && r < n; r++)
+        free(host[r]);
+    free(host);
+    if (!ok) {
+        free(node);
+        return NULL;
+    }
+    return node;
+}
+
+int hashi_rt_node_of(int rank)
+{
+    if (hashi_job.num_nodes <= 1)
+        return 0;
+    if (!hashi_job.node_of_rank && !(hashi_job.node_of_rank = nodes_from_launcher()))
+        return -1;
+    return hashi_job.node_of_rank[rank];
+}
+
 void hashi_rt_finalize(void)
 {
     if (pmix_up) {
@@ -208,6 +267,8 @@ void hashi_rt_finalize(void)
     hashi_job.peer_is_local = NULL;
     free(hashi_job.peer_on_host);
     hashi_job.peer_on_host = NULL;
+    free(hashi_job.node_of_rank);
+    hashi_job.node_of_rank = NULL;
 }
 
 void hashi_rt_abort(int code, const char *msg)

@@ -27,12 +27,17 @@ struct hashi_job {
      * (otherwise the same as the node): what shares cores and wake words. */
     int host_node_id, host_local_size;
     unsigned char *peer_on_host;
+    int *node_of_rank;          /* size entries, filled on first use: hashi_rt_node_of */
 };
 
 extern struct hashi_job hashi_job;
 
 /* Connect to the launcher (or become a singleton). 0, or -1 with a message in err. */
 int hashi_rt_init(char *err, size_t errlen);
+/* The node of world rank r (the virtual node under HASHI_VNODES), numbered
+ * alike in every process of the job; -1 if the launcher does not say. The
+ * first call in a job spanning several nodes asks PMIx about every rank. */
+int hashi_rt_node_of(int rank);
 /* Tell the launcher this rank finalized cleanly. */
 void hashi_rt_finalize(void);
 /* End the whole job with this exit code (MPI_Abort). msg, if not NULL, is

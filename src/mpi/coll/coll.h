@@ -191,17 +191,16 @@ struct hashi_coll_hier {
     struct MPI_ABI_Comm *leaders;  /* the lowest rank of each node, in node order; NULL unless I am one */
 };
 
-/* The layout of c; NULL when not known yet and may_setup is 0, or when the
- * set-up failed (*rc: the error, raised on c naming func). */
-struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int may_setup, int *rc);
+/* The layout of c, set up on first use without communication; NULL when
+ * the set-up failed (*rc: the error, raised on c naming func). */
+struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int *rc);
 /* Release c's layout (hashi_comm_release, MPI_Finalize for the predefined ones). */
 void hashi_coll_comm_free(struct MPI_ABI_Comm *c);
 
 /* select.c: the layout to run `coll` on two levels with, or NULL for the
  * flat algorithms (*rc MPI_SUCCESS) or a failed set-up (*rc the error). */
 struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c,
-                                               const char *func, size_t bytes, int commutative, int may_setup,
-                                               int *rc);
+                                               const char *func, size_t bytes, int commutative, int *rc);
 
 /* 1 when the two-level algorithm is asked for explicitly (the collective's
  * hint or parameter says hier, or HASHI_COLL_HIER / hashi_coll_hier on):

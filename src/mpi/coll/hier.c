@@ -2,12 +2,13 @@
  * Node-aware (two-level) collectives for communicators that span several
  * nodes with several members on some node (docs/collectives.md, "Node-aware
  * algorithms"). Each communicator learns its layout once, on the first
- * blocking collective that selects a two-level algorithm: which members
- * share a node, a node-local sub-communicator (my node's members, in parent
- * rank order) and the leaders' communicator (the lowest parent rank of each
- * node, in node order). Both are internal: their own context ids, errors
- * returned to us (raised on the parent by the caller), and a flat layout of
- * their own, so their collectives never come back here.
+ * collective that selects a two-level algorithm, without communication:
+ * which members share a node, a node-local sub-communicator (my node's
+ * members, in parent rank order) and the leaders' communicator (the lowest
+ * parent rank of each node, in node order). Both are internal: context ids
+ * from the parent's block, errors returned to us (raised on the parent by
+ * the caller), and a flat layout of their own, so their collectives never
+ * come back here.
  *
  * Every algorithm is written once, as phases on the sub-communicators
  * (local reduce -> leaders' allreduce -> local broadcast ...). A phase runs
@@ -57,21 +58,54 @@ static struct MPI_ABI_Group *group_of(const struct MPI_ABI_Comm *c, const int *l
     return hashi_group_from_world_ranks(count, world);
 }
 
+struct member_node {
+    int node, rank;
+};
+
+static int by_node_then_rank(const void *a, const void *b)
+{
+    const struct member_node *x = a, *y = b;
+    return x->node != y->node ? (x->node < y->node ? -1 : 1) : x->rank - y->rank;
+}
+
 /*
- * The collective part of the set-up: every member's node leader (the lowest
- * parent rank on its node, which each member knows from peer_is_local),
- * then the layout every member derives alike from that, then the two
- * sub-communicators. NULL layout: stay flat.
+ * Every member's node leader (the lowest parent rank on its node), from the
+ * launcher's node of every rank (hashi_rt_node_of): no communication, the
+ * same in every member. 0, or -1 when some rank's node is unknown.
+ */
+static int find_leaders(const struct MPI_ABI_Comm *c, int *leader_of)
+{
+    int n = c->size;
+    struct member_node *m = malloc((size_t)n * sizeof *m);
+    if (!m)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        m[i] = (struct member_node){ hashi_rt_node_of(hashi_comm_to_world(c, i)), i };
+        if (m[i].node < 0) {
+            free(m);
+            return -1;
+        }
+    }
+    qsort(m, (size_t)n, sizeof *m, by_node_then_rank);
+    for (int i = 0; i < n; i++)
+        leader_of[m[i].rank] = i > 0 && m[i - 1].node == m[i].node ? leader_of[m[i - 1].rank] : m[i].rank;
+    free(m);
+    return 0;
+}
+
+/*
+ * The layout every member derives alike from the nodes of the members, and
+ * the two sub-communicators on the context ids of c's block
+ * (hashi_comm_new_sub). Nothing is exchanged, so any call may set it up, a
+ * nonblocking one included. The flat layout when there is nothing to gain
+ * or the nodes are unknown.
  */
 static int setup(struct MPI_ABI_Comm *c, const char *func, struct hashi_coll_hier **out)
 {
-    int n = c->size, me = c->rank, my_leader = me, rc;
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
     *out = &flat_layout;
-    for (int i = 0; i < n; i++)
-        if (hashi_job.peer_is_local[hashi_comm_to_world(c, i)]) {
-            my_leader = i;
-            break;
-        }
+    if (hashi_comm_sub_context(c, 0) == UINT32_MAX)
+        return MPI_SUCCESS;
     int *leader_of = malloc((size_t)n * sizeof *leader_of);
     int *node_of = malloc((size_t)n * sizeof *node_of);
     int *local_rank_of = malloc((size_t)n * sizeof *local_rank_of);
@@ -82,19 +116,13 @@ static int setup(struct MPI_ABI_Comm *c, const char *func, struct hashi_coll_hie
         rc = hashi_err_comm(func, hashi_comm_handle(c), MPI_ERR_NO_MEM, "out of memory for the node layout");
         goto fail;
     }
-    /* The layout stays flat during the exchange: it must not select us. */
-    c->coll_state = &flat_layout;
-    rc = hashi_impl_Allgather(&my_leader, 1, MPI_INT, leader_of, 1, MPI_INT, hashi_comm_handle(c));
-    c->coll_state = NULL;
-    if (rc != MPI_SUCCESS)
-        goto fail;
+    if (find_leaders(c, leader_of) != 0)
+        goto flat;
 
     /* Nodes in the order of their leaders; ranks on a node in parent order. */
     int nodes = 0, max_members = 0, in_order = 1;
     for (int i = 0; i < n; i++) {
         int l = leader_of[i];
-        if (l < 0 || l > i || leader_of[l] != l)
-            goto fail;   /* not a partition (every member sees the same data: all stay flat) */
         if (l == i) {
             node_first[nodes] = i;
             node_of[i] = nodes++;
@@ -108,23 +136,24 @@ static int setup(struct MPI_ABI_Comm *c, const char *func, struct hashi_coll_hie
             in_order = 0;
     }
     if (nodes < 2 || max_members < 2)
-        goto fail;
+        goto flat;
 
+    int my_leader = leader_of[me];
     struct MPI_ABI_Group *local_group = group_of(c, leader_of, my_leader);
     struct MPI_ABI_Group *leaders_group = me == my_leader ? group_of(c, leader_of, -1) : NULL;
-    /* Both agreements run whatever happened here: the others wait for them. */
-    rc = hashi_comm_create_from(func, c, local_group != NULL, local_group, &h->local);
-    int rc2 = hashi_comm_create_from(func, c, leaders_group != NULL, leaders_group, &h->leaders);
+    if (local_group)
+        h->local = hashi_comm_new_sub(c, 0, local_group);
+    if (leaders_group)
+        h->leaders = hashi_comm_new_sub(c, 1, leaders_group);
     if (local_group)
         hashi_group_release(local_group);
     if (leaders_group)
         hashi_group_release(leaders_group);
-    if (rc == MPI_SUCCESS)
-        rc = rc2;
-    if (rc == MPI_SUCCESS && (!h->local || (me == my_leader && !h->leaders)))
+    if (!h->local || (me == my_leader && !h->leaders)) {
+        /* The others go on with the two levels: no way to stay in step. */
         rc = hashi_err_comm(func, hashi_comm_handle(c), MPI_ERR_NO_MEM, "out of memory for the node layout");
-    if (rc != MPI_SUCCESS)
         goto fail;
+    }
     make_internal(h->local, c, "node-local");
     if (h->leaders)
         make_internal(h->leaders, c, "node leaders");
@@ -139,6 +168,8 @@ static int setup(struct MPI_ABI_Comm *c, const char *func, struct hashi_coll_hie
     *out = h;
     return MPI_SUCCESS;
 fail:
+    *out = NULL;
+flat:
     if (h) {
         hashi_comm_release(h->local);
         hashi_comm_release(h->leaders);
@@ -152,24 +183,20 @@ fail:
     return rc;
 }
 
-struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int may_setup, int *rc)
+struct hashi_coll_hier *hashi_coll_hier_layout(struct MPI_ABI_Comm *c, const char *func, int *rc)
 {
     *rc = MPI_SUCCESS;
     if (c->coll_state)
         return c->coll_state;
-    /* All members on this node: everyone sees that without talking. */
+    /* All members on this node: everyone sees that without asking. */
     int here = 0;
     for (int i = 0; i < c->size; i++)
         here += hashi_job.peer_is_local[hashi_comm_to_world(c, i)];
     if (here == c->size)
         return c->coll_state = &flat_layout;
-    if (!may_setup)
-        return NULL;
     struct hashi_coll_hier *h;
     *rc = setup(c, func, &h);
-    if (*rc != MPI_SUCCESS)
-        return NULL;
-    return c->coll_state = h;
+    return h ? (c->coll_state = h) : NULL;
 }
 
 void hashi_coll_comm_free(struct MPI_ABI_Comm *c)
@@ -302,24 +329,21 @@ static void *scratch(struct hashi_sched *s, MPI_Count count, MPI_Datatype type, 
 
 /* ---- the algorithms ---- */
 
-static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct hashi_sched *s,
-                                      struct MPI_ABI_Comm *c, size_t bytes, int commutative, int *rc)
+static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c, size_t bytes,
+                                      int commutative, int *rc)
 {
     static const char *const names[] = { [HASHI_CHOOSE_BCAST] = "MPI_Bcast", [HASHI_CHOOSE_REDUCE] = "MPI_Reduce",
                                          [HASHI_CHOOSE_ALLREDUCE] = "MPI_Allreduce",
                                          [HASHI_CHOOSE_REDUCE_SCATTER] = "MPI_Reduce_scatter",
                                          [HASHI_CHOOSE_BARRIER] = "MPI_Barrier",
                                          [HASHI_CHOOSE_ALLGATHER] = "MPI_Allgather" };
-    /* Only a blocking call may set the layout up (it may wait for the
-     * others; a nonblocking call must not): the schedules of a communicator
-     * whose layout is not known yet stay flat, equally on every member. */
-    return hashi_coll_hier_select(coll, c, names[coll], bytes, commutative, s == NULL, rc);
+    return hashi_coll_hier_select(coll, c, names[coll], bytes, commutative, rc);
 }
 
 int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
 {
     int rc;
-    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BARRIER, s, c, 0, 1, &rc);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BARRIER, c, 0, 1, &rc);
     if (!h)
         return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
     rc = phase_barrier(s, h->local);
@@ -335,7 +359,7 @@ int hashi_coll_hier_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI
 {
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
-    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BCAST, s, c, bytes, 1, &rc);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BCAST, c, bytes, 1, &rc);
     if (!h)
         return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
     int root_node = h->node_of[root], root_local = h->local_rank_of[root];
@@ -360,7 +384,7 @@ int hashi_coll_hier_reduce(struct hashi_sched *s, const void *sendbuf, void *rec
 {
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
-    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_REDUCE, s, c, bytes, hashi_op_is_commutative(op), &rc);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_REDUCE, c, bytes, hashi_op_is_commutative(op), &rc);
     if (!h)
         return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
     int me = c->rank, root_node = h->node_of[root], root_local = h->local_rank_of[root];
@@ -398,7 +422,7 @@ int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *
 {
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
-    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLREDUCE, s, c, bytes, hashi_op_is_commutative(op), &rc);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLREDUCE, c, bytes, hashi_op_is_commutative(op), &rc);
     if (!h)
         return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
     const void *mine = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -427,7 +451,7 @@ int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Co
         return HASHI_COLL_FLAT;
     /* The blocks of a node must be consecutive in recvbuf (in_order, as for
      * a non-commutative op) to be gathered in place and passed on as one. */
-    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLGATHER, s, c, bytes, 0, &rc);
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLGATHER, c, bytes, 0, &rc);
     if (!h)
         return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
     MPI_Aint block = (MPI_Aint)rcount * hashi_type_extent(rt);

@@ -230,12 +230,11 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
  * size; off: never). The layout allows it when the communicator spans more
  * than one node and some node holds more than one member; a non-commutative
  * op also needs every node's members to be consecutive ranks (then node
- * order is rank order). Every input is the same on every member, and the
- * layout is set up by the same blocking call everywhere.
+ * order is rank order). Every input is the same on every member, and so is
+ * the layout (hier.c derives it from the launcher's node of every rank).
  */
 struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c,
-                                               const char *func, size_t bytes, int commutative, int may_setup,
-                                               int *rc)
+                                               const char *func, size_t bytes, int commutative, int *rc)
 {
     pthread_once(&conf_once, conf_load);
     *rc = MPI_SUCCESS;
@@ -250,7 +249,7 @@ struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, s
         if (mode == HIER_OFF || (mode == HIER_AUTO && conf.hier_max && bytes > conf.hier_max))
             return NULL;
     }
-    struct hashi_coll_hier *h = hashi_coll_hier_layout(c, func, may_setup, rc);
+    struct hashi_coll_hier *h = hashi_coll_hier_layout(c, func, rc);
     if (!h || !h->two_level || (!commutative && !h->in_order))
         return NULL;
     return h;
