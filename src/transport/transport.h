@@ -13,6 +13,7 @@
  * The primitives (the words of the DIMMnet paper in brackets):
  *   tiny_write   [AOTF]  1..8 bytes stored into the peer's LLCM
  *   llcm_write           several bytes into a mapped peer LLCM (emu only), published by a tiny_write
+ *   stage                a region of a local peer's memory read in place (emu only)
  *   block_*      [BOTF]  header + payload, <= block_max, ordered per peer
  *   put / get    [PUSH / PULL]  single-copy RMA on registered memory
  *   notify               a 64-bit event delivered in order with blocks
@@ -152,6 +153,17 @@ struct hashi_tl_ops {
      * 0 or -EINVAL (misaligned or outside llcm_size).
      */
     int (*llcm_fetch_add)(int peer, uint64_t offset, uint64_t add, uint64_t *old);
+    /*
+     * The peer's stage: memory its owner writes and every rank on the node
+     * reads in place (emu: a region of the owner's shared segment,
+     * HASHI_EMU_STAGE_SIZE bytes), for data one rank hands to several at
+     * once (a broadcast: one copy in, concurrent copies out, where single-copy
+     * reads of one process's memory slow each other down). Its address here
+     * and *size; NULL (and the op NULL) where there is none (fabric). Readers
+     * learn when to read, and owners when they may write again, from flags
+     * the caller keeps (tiny_write).
+     */
+    void *(*stage)(int peer, size_t *size);
 
     /*
      * BOTF, in two steps like the hardware's window + kick. block_alloc

@@ -102,6 +102,7 @@ struct dn_stats {
     /* LLCM collectives (barriers above counts both barrier kinds) */
     uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits, coll_allgathers;
     uint64_t counter_barriers;   /* of barriers: those on an LLCM counter */
+    uint64_t staged_bcasts;      /* of coll_bcasts: through the root's stage */
 };
 
 /* Shared between the device's files. */

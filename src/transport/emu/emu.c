@@ -225,7 +225,9 @@ static int emu_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     size_t ring_off = llcm_off + round_up(cfg->llcm_size, 4096);
     size_t ring_stride = sizeof(struct emu_ring_ctrl) + ring_bytes;
     size_t win_off = round_up(ring_off + (size_t)emu.nlocal * ring_stride, 4096);
-    emu.seg_size = win_off + 2 * chunk;
+    size_t stage_off = win_off + 2 * chunk;
+    size_t stage_size = emu.nlocal > 1 ? round_up((size_t)hashi_param_int(HASHI_P_EMU_STAGE_SIZE), 4096) : 0;
+    emu.seg_size = stage_off + stage_size;
 
     segment_name(hashi_job.rank, emu.name, sizeof emu.name);
     struct emu_seg_hdr *h = hashi_emu_seg_create(emu.name, emu.seg_size, hashi_job.key, err, errlen);
@@ -241,6 +243,8 @@ static int emu_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     h->ring_stride = ring_stride;
     h->win_off = win_off;
     h->win_chunk = chunk;
+    h->stage_off = stage_off;
+    h->stage_size = stage_size;
     __atomic_store_n(&h->magic, EMU_MAGIC, __ATOMIC_RELEASE);
     emu.seg = h;
     for (int i = 0; i < emu.nlocal; i++) {
@@ -270,12 +274,14 @@ static int emu_connect(const unsigned char *served, char *err, size_t errlen)
             if (!p->hdr)
                 return -1;
             if (p->hdr->nlocal != (uint32_t)emu.nlocal || p->hdr->ring_units != emu.seg->ring_units ||
-                p->hdr->rec_max != emu.seg->rec_max || p->hdr->llcm_size != emu.seg->llcm_size) {
+                p->hdr->rec_max != emu.seg->rec_max || p->hdr->llcm_size != emu.seg->llcm_size ||
+                p->hdr->stage_size != emu.seg->stage_size) {
                 snprintf(err, errlen, "emu transport: rank %d's segment has another layout (%u local ranks, "
-                         "LLCM %llu, ring of %u units, records up to %u bytes; here %d, %llu, %u, %u): mixed "
-                         "configurations?", p->world, p->hdr->nlocal, (unsigned long long)p->hdr->llcm_size,
-                         p->hdr->ring_units, p->hdr->rec_max, emu.nlocal, (unsigned long long)emu.seg->llcm_size,
-                         emu.seg->ring_units, emu.seg->rec_max);
+                         "LLCM %llu, ring of %u units, records up to %u bytes, stage %llu; here %d, %llu, %u, %u, "
+                         "%llu): mixed configurations?", p->world, p->hdr->nlocal,
+                         (unsigned long long)p->hdr->llcm_size, p->hdr->ring_units, p->hdr->rec_max,
+                         (unsigned long long)p->hdr->stage_size, emu.nlocal, (unsigned long long)emu.seg->llcm_size,
+                         emu.seg->ring_units, emu.seg->rec_max, (unsigned long long)emu.seg->stage_size);
                 return -1;
             }
             if (atomic_fetch_add(&p->hdr->attached, 1) + 1 == (uint32_t)emu.nlocal - 1)
@@ -600,6 +606,13 @@ static int emu_llcm_fetch_add(int peer, uint64_t offset, uint64_t add, uint64_t 
     return 0;
 }
 
+static void *emu_stage(int peer, size_t *size)
+{
+    const struct emu_peer *p = &emu.peer[emu.local_of[peer]];
+    *size = p->hdr->stage_size;
+    return *size ? p->base + p->hdr->stage_off : NULL;
+}
+
 const struct hashi_tl_ops hashi_tl_emu_ops = {
     .name = "emu",
     .id = HASHI_TL_EMU,
@@ -611,6 +624,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .tiny_write = emu_tiny_write,
     .llcm_write = emu_llcm_write,
     .llcm_fetch_add = emu_llcm_fetch_add,
+    .stage = emu_stage,
     .block_alloc = emu_block_alloc,
     .block_kick = emu_block_kick,
     .notify = emu_notify,

@@ -56,6 +56,7 @@ struct emu_seg_hdr {
     uint64_t llcm_off, llcm_size;
     uint64_t ring_off, ring_stride;
     uint64_t win_off, win_chunk;
+    uint64_t stage_off, stage_size;   /* the owner's stage (transport.h: stage) */
     _Atomic uint32_t attached;  /* peers that mapped it; the last one unlinks the name */
     char pad0[EMU_LINE];
     /* The staging window's owner: 0 free, else the producer's local index + 1. */
