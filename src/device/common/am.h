@@ -218,6 +218,16 @@ int hashi_am_core_idle(void);
 int hashi_am_core_set_peer_get(int peer);
 
 /*
+ * After hashi_am_core_init: standard sends to world rank peer are eager up
+ * to limit bytes, at most init's eager_limit (which stays the largest, the
+ * p2p table's eager_limit): a device whose peers sit on transports with
+ * different costs gives init the largest and lowers the others (DIMMnet:
+ * 64 KiB to peers over tcp, where a rendezvous costs round trips, less on
+ * the node). 0, or -1 when limit is above init's.
+ */
+int hashi_am_core_set_peer_eager(int peer, size_t limit);
+
+/*
  * Set the core up on top of a device. eager_limit: largest payload sent
  * eagerly (capped by max_send minus the header). Returns 0, or -1 with a
  * message in err.

@@ -195,6 +195,7 @@ struct am_peer {
     size_t bidir_pull_min;  /* eager messages to it from this size go as AM_PULL_NOW while its traffic
                                to us flows (0: never; hashi_am_core_set_bidir_pull) */
     uint32_t pulls_in;      /* its AM_PULL_NOW messages that arrived and that we have not read yet */
+    size_t eager_limit;     /* largest payload sent to it eagerly (hashi_am_core_set_peer_eager) */
 };
 
 static struct am_core {
@@ -1108,7 +1109,7 @@ static int am_isend(struct MPI_ABI_Request *req)
     h.size = len;
     struct am_peer *peer = &core.peers[req->dest_world];
 
-    if (len <= core.eager_limit) {
+    if (len <= peer->eager_limit) {
         if (req->send_mode != HASHI_SEND_SYNC) {
             if (bidir_pull(req->dest_world, len)) {
                 int rc = send_rts(req, &h, PULL_BIDIR);
@@ -1150,10 +1151,10 @@ static int am_isend(struct MPI_ABI_Request *req)
 static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uint32_t context_id,
                        int my_comm_rank)
 {
-    if (len > core.eager_limit)
-        return HASHI_DEVICE_P2P_DECLINE;
     if (dest_world < 0 || dest_world >= core.npeers)
         return MPI_ERR_RANK;
+    if (len > core.peers[dest_world].eager_limit)
+        return HASHI_DEVICE_P2P_DECLINE;
     if (tag < 0)
         return MPI_ERR_TAG;
     if (bidir_pull(dest_world, len))
@@ -1295,6 +1296,8 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         snprintf(err, errlen, "matching core: out of memory");
         return -1;
     }
+    for (int i = 0; i < core.npeers; i++)
+        core.peers[i].eager_limit = core.eager_limit;
     hashi_mq_init(&core.mq);
     hashi_cookies_init(&core.cookies);
     hashi_am_p2p_ops = (struct hashi_device_p2p_ops){
@@ -1324,6 +1327,14 @@ int hashi_am_core_set_peer_get(int peer)
     if (!core.use_get || peer < 0 || peer >= core.npeers)
         return -1;
     core.peers[peer].get_only = 1;
+    return 0;
+}
+
+int hashi_am_core_set_peer_eager(int peer, size_t limit)
+{
+    if (peer < 0 || peer >= core.npeers || limit > core.eager_limit)
+        return -1;
+    core.peers[peer].eager_limit = limit;
     return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
+#include "transport/fabric/fi_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -134,6 +135,7 @@ static struct {
     size_t botf_data;           /* of which payload at most (HASHI_DIMMNET_BOTF_MAX) */
     size_t net_botf_data;       /* payload of one block to a peer on fabric */
     size_t net_push_min;        /* PUSH_MIN for peers on fabric (SIZE_MAX unless set) */
+    size_t eager, net_eager;    /* eager limit to peers on emu / on fabric (dn_connect tells the core) */
     uint32_t nbufs;             /* receive buffers per sender */
     size_t buf_size;            /* bytes per buffer (core header + payload) */
     size_t push_min;
@@ -990,6 +992,34 @@ static uint32_t job_pgid(void)
 /* Largest block to a fabric peer: every peer's receive buffers at a rank
  * hold HASHI_FABRIC_CREDITS of them (64 x 64 KiB = 4 MiB per peer). */
 #define DN_NET_BLOCK_MAX 65536
+
+/*
+ * The eager limit towards peers on fabric (HASHI_DIMMNET_FABRIC_EAGER).
+ * Over a network provider (tcp) a rendezvous costs RTS, read request, read
+ * response and FIN through ofi_rxm, while an eager block is one fi_send that
+ * rxm's eager protocol carries (its buffers are sized to our largest block,
+ * fabric.c): 2 ranks on tcp, 32 / 64 KiB ping-pong 35 / 46 us by rendezvous
+ * against 18-20 / 28-36 eager, 64 KiB window 2.2 against 2.8-3.0 GB/s (the
+ * ofi device 36 / 46 us, 2.3-2.6 GB/s). On shm the rendezvous is one local
+ * copy and eager 64 KiB lost latency (32 / 64 KiB 11 / 17 -> 13-15 / 23-25
+ * us), so there the plain eager limit stays. Set explicitly it applies to
+ * any provider; EAGER_MAX or BOTF_MAX set (tests forcing paths) keep
+ * EAGER_MAX everywhere.
+ */
+static int64_t fabric_eager(int64_t eager, char *err, size_t errlen)
+{
+    int64_t net = hashi_param_int(HASHI_P_DIMMNET_FABRIC_EAGER);
+    if (net < 0 || net > DN_NET_BLOCK_MAX) {
+        snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_FABRIC_EAGER=%" PRId64 " must be 0 .. 64k (one block)", net);
+        return -1;
+    }
+    if (hashi_param_is_set(HASHI_P_DIMMNET_FABRIC_EAGER))
+        return net;
+    if (hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX) || hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) ||
+        hashi_fi_expect_shm(hashi_job.num_nodes <= 1))
+        return eager;
+    return net;
+}
 static int all_peers_on_emu(void)
 {
     if (strcmp(hashi_param_str(HASHI_P_TRANSPORT), "fabric") == 0)
@@ -1034,6 +1064,11 @@ static int dn_init(char *err, size_t errlen)
         botf = DN_BOTF_MAX_EMU;
     if (eager < 0)
         eager = 0;
+    int64_t net_eager = emu_only ? eager : fabric_eager(eager, err, errlen);
+    if (net_eager < 0)
+        return -1;
+    if (!emu_only && !hashi_param_is_set(HASHI_P_DIMMNET_RECV_BUF_SIZE) && buf_payload < net_eager)
+        buf_payload = net_eager;   /* the core sends nothing larger than a buffer */
     if (few_on_emu && !hashi_param_is_set(HASHI_P_DIMMNET_RECV_BUF_SIZE) && buf_payload < eager)
         buf_payload = eager;   /* the core sends nothing larger than a buffer */
     dn.nbufs = (uint32_t)nbufs;
@@ -1051,7 +1086,7 @@ static int dn_init(char *err, size_t errlen)
     dn.net_push_min = hashi_param_is_set(HASHI_P_DIMMNET_PUSH_MIN) ? dn.push_min : SIZE_MAX;
     if (!hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) && !emu_only) {
         size_t room = dn.buf_size - HASHI_AM_LONG_HDR;      /* the core's eager cap */
-        size_t want = (size_t)eager < room ? (size_t)eager : room;
+        size_t want = (size_t)net_eager < room ? (size_t)net_eager : room;
         want = want < DN_BOTF_MAX_FABRIC ? DN_BOTF_MAX_FABRIC : want > DN_NET_BLOCK_MAX ? DN_NET_BLOCK_MAX : want;
         dn.net_botf_data = want;
     }
@@ -1110,7 +1145,10 @@ static int dn_init(char *err, size_t errlen)
                  split_pull);
         return -1;
     }
-    if (hashi_am_core_init(&dn.ops, (size_t)eager, mode, err, errlen) != 0)
+    /* The core gets the larger limit; dn_connect lowers it per peer. */
+    dn.eager = (size_t)eager;
+    dn.net_eager = (size_t)net_eager;
+    if (hashi_am_core_init(&dn.ops, dn.eager > dn.net_eager ? dn.eager : dn.net_eager, mode, err, errlen) != 0)
         return -1;
     hashi_am_core_set_split((size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN), (unsigned)split_pull);
     hashi_am_core_set_busy_pull((size_t)hashi_param_int(HASHI_P_DIMMNET_BUSY_PULL_MIN));
@@ -1148,6 +1186,8 @@ static int dn_connect(char *err, size_t errlen)
         p->notices_batch = net ? DN_NOTICE_SLOTS / 2 : 1;
         if (net && net_get)
             hashi_am_core_set_peer_get(r);
+        size_t eager = net ? dn.net_eager : dn.eager;
+        hashi_am_core_set_peer_eager(r, eager < hashi_am_p2p_ops.eager_limit ? eager : hashi_am_p2p_ops.eager_limit);
         if (!net)   /* a read is one local copy (CMA) only on emu */
             hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
     }
@@ -1169,9 +1209,11 @@ static int dn_connect(char *err, size_t errlen)
         return -1;
     dn.up = 1;
     HASHI_DEBUG(1, "dimmnet: BOTF blocks of %zu bytes (%zu of payload), %u receive buffers of %zu bytes per sender, "
-                "eager up to %zu bytes, PUSH from %zu bytes, process group %#" PRIx32,
+                "eager up to %zu bytes (%zu to peers on fabric), PUSH from %zu bytes, process group %#" PRIx32,
                 dn.block_max, dn.botf_data, dn.nbufs, dn.buf_size,
-                hashi_am_p2p_ops.eager_limit, dn.push_min, dn.pgid);
+                dn.eager < hashi_am_p2p_ops.eager_limit ? dn.eager : hashi_am_p2p_ops.eager_limit,
+                dn.net_eager < hashi_am_p2p_ops.eager_limit ? dn.net_eager : hashi_am_p2p_ops.eager_limit, dn.push_min,
+                dn.pgid);
     return 0;
 }
 
