@@ -196,8 +196,5 @@ int main(int argc, char **argv)
           "generalized request: query ran %d, status (%d, %d), count %d", callbacks_ran[CB_QUERY], st.MPI_SOURCE,
           st.MPI_TAG, count);
 
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-    CHECK_MPI(MPI_Finalize());
-    return 0;
+    return mt_finish(rank, size);
 }

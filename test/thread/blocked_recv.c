@@ -62,8 +62,5 @@ int main(int argc, char **argv)
           "the blocked receive got (%d, %d, %d, %d)", late_data[0], late_data[1], late_data[2], late_data[3]);
     CHECK(late_status.MPI_SOURCE == partner && late_status.MPI_TAG == LATE_TAG,
           "the blocked receive's status (%d, %d)", late_status.MPI_SOURCE, late_status.MPI_TAG);
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-    CHECK_MPI(MPI_Finalize());
-    return 0;
+    return mt_finish(rank, size);
 }

@@ -73,8 +73,5 @@ int main(int argc, char **argv)
     mt_run(THREADS, coll_thread);
     for (int t = 0; t < THREADS; t++)
         CHECK_MPI(MPI_Comm_free(&comms[t]));
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-    CHECK_MPI(MPI_Finalize());
-    return 0;
+    return mt_finish(rank, size);
 }

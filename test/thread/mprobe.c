@@ -123,8 +123,5 @@ int main(int argc, char **argv)
         CHECK(pthread_join(threads[i], NULL) == 0, "pthread_join failed");
 
     CHECK_MPI(MPI_Comm_free(&probe_comm));
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-    CHECK_MPI(MPI_Finalize());
-    return 0;
+    return mt_finish(rank, size);
 }

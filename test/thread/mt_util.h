@@ -45,6 +45,15 @@ static inline void mt_run(int n, void *(*fn)(int index))
         CHECK(pthread_join(threads[i], NULL) == 0, "pthread_join failed");
 }
 
+/* The last line every test prints, then MPI_Finalize. */
+static inline int mt_finish(int rank, int size)
+{
+    printf("rank %d of %d ok\n", rank, size);
+    fflush(stdout);
+    CHECK_MPI(MPI_Finalize());
+    return 0;
+}
+
 /* A byte pattern no two (rank, thread, round, size) share. */
 static inline unsigned char mt_pattern(int rank, int thread, int round, size_t i)
 {

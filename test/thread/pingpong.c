@@ -117,8 +117,5 @@ int main(int argc, char **argv)
     }
     for (int t = 0; t < nthreads; t++)
         CHECK_MPI(MPI_Comm_free(&comms[t]));
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-    CHECK_MPI(MPI_Finalize());
-    return 0;
+    return mt_finish(rank, size);
 }
