@@ -90,7 +90,6 @@ static struct {
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
     size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
-    size_t bcast_at_once_max; /* HASHI_COLL_DEVICE_BCAST_AT_ONCE_MAX: bcast_tree's children read at once */
     /* The staged broadcast: our stage (transport.h), the largest broadcast
      * staged (0: none), and the readers of our last one with their pair
      * sequences: we write the stage again once each has acknowledged. */
@@ -732,13 +731,8 @@ static int bcast_staged(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *
  * has read. So no buffer has two readers at a time: concurrent reads of one
  * process's memory run at about half speed each here (4 ranks, 64 KiB: 30
  * us flat), and the readers of a round (v with one bit length) alternate
- * between the cores that round-robin binding gives ranks in turn. Up to
- * HASHI_COLL_DEVICE_BCAST_AT_ONCE_MAX bytes all children are told at once
- * instead: there a read costs more in hand-over (the ack waking the
- * parent, the next key waking the child: about 2.7 us between the rounds)
- * than the slower concurrent copy (docs/collectives.md, "Ninth session").
- * Either way each child only waits for its own key, so members need not
- * agree on the choice.
+ * between the cores that round-robin binding gives ranks in turn (below
+ * HASHI_COLL_DEVICE_BCAST_STAGE_MAX bcast_staged serves instead).
  */
 static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
 {
@@ -756,12 +750,7 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     struct hashi_tl_mem mem;
     if (hashi_transport_mem_reg(buf, bytes, &mem) != 0)
         return MPI_ERR_NO_MEM;
-    /* At 4 members the sequential tree's second round already reads two
-     * buffers at once, and telling the root's two children together only
-     * slows the first (64 KiB: 20-21.5 against 18.5-20 us); at 3 and 5-8
-     * members at once wins (3: 13-15.5 against 16.7-19.6, 8: 34.5 against
-     * 43-45). */
-    int *children = co.readers, posted = 0, at_once = bytes <= co.bcast_at_once_max && n != 4;
+    int *children = co.readers, posted = 0;
     for (; v + m < n && rc == MPI_SUCCESS; m *= 2) {
         int child = (v + m + root) % n, w = co.member[child];
         co.seq[child] = ++co.peer[w].seq;
@@ -770,7 +759,7 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
             break;
         children[posted++] = child;
         struct consumed_wait cw = { w, co.seq[child] };
-        if (!at_once && !consumed(&cw))
+        if (!consumed(&cw))
             hashi_progress_wait_until(consumed, &cw);
     }
     withdraw(children, co.seq, posted, &mem);
@@ -1151,7 +1140,6 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
     /* The caller's rule (select.c): both sides of the choice read one parameter. */
     co.segments_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_SEGMENTS_MIN);
-    co.bcast_at_once_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_AT_ONCE_MAX);
     const char *alg = hashi_param_str(HASHI_P_DIMMNET_BARRIER_ALG);
     co.barrier_alg = strcmp(alg, "rooted") == 0    ? BARRIER_ROOTED
                      : strcmp(alg, "flat") == 0    ? BARRIER_FLAT

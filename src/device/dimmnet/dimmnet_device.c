@@ -30,7 +30,6 @@
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
-#include "transport/fabric/fi_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -994,32 +993,28 @@ static uint32_t job_pgid(void)
 #define DN_NET_BLOCK_MAX 65536
 
 /*
- * The eager limit towards peers on fabric (HASHI_DIMMNET_FABRIC_EAGER).
- * Over a network provider (tcp) a rendezvous costs RTS, read request, read
- * response and FIN through ofi_rxm, while an eager block is one fi_send that
- * rxm's eager protocol carries (its buffers are sized to our largest block,
- * fabric.c): 2 ranks on tcp, 32 / 64 KiB ping-pong 35 / 46 us by rendezvous
- * against 18-20 / 28-36 eager, 64 KiB window 2.2 against 2.8-3.0 GB/s (the
- * ofi device 36 / 46 us, 2.3-2.6 GB/s). On shm the rendezvous is one local
- * copy and eager 64 KiB lost latency (32 / 64 KiB 11 / 17 -> 13-15 / 23-25
- * us), so there the plain eager limit stays. Set explicitly it applies to
- * any provider; EAGER_MAX or BOTF_MAX set (tests forcing paths) keep
- * EAGER_MAX everywhere.
+ * The eager limit towards peers on fabric: HASHI_DIMMNET_FABRIC_EAGER when
+ * set, else the plain one. Over a network provider (tcp) a rendezvous costs
+ * RTS, read request, read response and FIN through ofi_rxm, while an eager
+ * block is one fi_send that rxm's eager protocol carries (its buffers are
+ * sized to our largest block, fabric.c): 2 ranks on tcp, 32 / 64 KiB
+ * ping-pong 35 / 46 us by rendezvous against 18-20 / 28-36 eager at 64k.
+ * Not the default: rxm's buffers and ours grow with the block (a 4-rank
+ * hello over tcp: 280 MB per rank against 83), and on shm, where the
+ * rendezvous is one local copy, eager 64 KiB lost latency.
  */
 static int64_t fabric_eager(int64_t eager, char *err, size_t errlen)
 {
+    if (!hashi_param_is_set(HASHI_P_DIMMNET_FABRIC_EAGER))
+        return eager;
     int64_t net = hashi_param_int(HASHI_P_DIMMNET_FABRIC_EAGER);
     if (net < 0 || net > DN_NET_BLOCK_MAX) {
         snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_FABRIC_EAGER=%" PRId64 " must be 0 .. 64k (one block)", net);
         return -1;
     }
-    if (hashi_param_is_set(HASHI_P_DIMMNET_FABRIC_EAGER))
-        return net;
-    if (hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX) || hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) ||
-        hashi_fi_expect_shm(hashi_job.num_nodes <= 1))
-        return eager;
     return net;
 }
+
 static int all_peers_on_emu(void)
 {
     if (strcmp(hashi_param_str(HASHI_P_TRANSPORT), "fabric") == 0)
