@@ -59,7 +59,8 @@ static void tree_fn(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     CHECK(*type == tree_type, "the tree op got another datatype");
     for (int i = 0; i < *len; i++) {
-        char *a = (char *)in + i * TREE_LEN, *b = (char *)inout + i * TREE_LEN, out[TREE_LEN];
+        char *a = (char *)in + i * TREE_LEN, *b = (char *)inout + i * TREE_LEN;
+        char out[TREE_LEN] = {0};   /* all of it is sent on: no bytes left undefined past the string */
         int w = snprintf(out, sizeof out, "(%s%s)", a, b);
         CHECK(w > 0 && w < TREE_LEN, "bracketing too long");
         memcpy(b, out, TREE_LEN);
