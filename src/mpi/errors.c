@@ -234,6 +234,8 @@ static __attribute__((noreturn)) void fatal_abort(const char *message, int code,
     hashi_rt_abort(code > 0 && code < 256 ? code : 1, line);
 }
 
+static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int cls, const char *message);
+
 int hashi_err_raise(const char *func, enum hashi_obj_kind kind, const void *handle,
                     int errcode, const char *fmt, ...)
 {
@@ -252,7 +254,12 @@ int hashi_err_raise(const char *func, enum hashi_obj_kind kind, const void *hand
      * (user-added, or one raised further down) is passed on unchanged. */
     int code = cls == errcode ? make_instance_code(cls, message)
                : cls >= 0 ? errcode : make_instance_code(MPI_ERR_UNKNOWN, message);
+    return dispatch(kind, handle, code, cls, message);
+}
 
+/* Hand `code` (of class cls, described by message) to the object's handler. */
+static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int cls, const char *message)
+{
     struct MPI_ABI_Errhandler *eh = object_errhandler(kind, handle);
     switch (eh->kind) {
     case HASHI_EH_RETURN:
@@ -314,7 +321,11 @@ int hashi_impl_Error_string(int errorcode, char *string, int *resultlen)
         if (slot->code == errorcode)
             text = slot->message;
     } else if (errorcode >= USER_CODE_BASE && errorcode < USER_CODE_BASE + user_code_count) {
+        /* A user code has its own string or none: MPI 4.1 sec. 9.5 gives ""
+         * for one without, not its class's. */
         text = user_codes[errorcode - USER_CODE_BASE].string;
+        if (!text)
+            text = "";
     }
     if (!text)
         text = class_string(cls);
@@ -459,9 +470,14 @@ int hashi_impl_Comm_call_errhandler(MPI_Comm comm, int errorcode)
     int rc;
     if (!hashi_comm_arg("MPI_Comm_call_errhandler", comm, &rc))
         return rc;
+    /* The handler gets errorcode itself (no instance code): the program
+     * compares it with its own codes. */
     int cls = code_to_class(errorcode);
-    hashi_err_comm("MPI_Comm_call_errhandler", comm, cls >= 0 ? errorcode : MPI_ERR_UNKNOWN,
-                   "error %d raised by the application", errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "MPI_Comm_call_errhandler: %.*s: error %d raised by the application",
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(HASHI_OBJ_COMM, (const void *)(uintptr_t)comm, errorcode, cls, message);
     return MPI_SUCCESS;
 }
 

@@ -16,6 +16,9 @@
  *    the ids are reused while others are reserved.
  * 4. Hints: dup keeps the parent's, dup_with_info takes its argument's,
  *    idup_with_info too; get_info reports the standard's assertions.
+ * 5. Truly nonblocking: rank 1 posts its idup only after a message rank 0
+ *    sends after posting its own; an idup that waited for the agreement
+ *    would hang here (the harness's time limit fails it).
  * Prints "rank R of S idup ok".
  */
 #include <mpi.h>
@@ -105,6 +108,22 @@ static void overlap_with_traffic(void)
     check_congruent(MPI_COMM_WORLD, dup, "idup of WORLD");
     MPI_Comm pair[2] = { MPI_COMM_WORLD, dup };
     check_isolation(pair, 2, 0, "WORLD vs its idup");
+    CHECK_MPI(MPI_Comm_free(&dup));
+}
+
+static void dependent_idup(void)
+{
+    MPI_Comm dup;
+    MPI_Request req;
+    int token = 4242;
+    if (me == 1)
+        CHECK_MPI(MPI_Recv(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req));
+    if (me == 0 && n > 1)
+        CHECK_MPI(MPI_Ssend(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    CHECK(token == 4242, "rank %d: the token is %d", me, token);
+    check_congruent(MPI_COMM_WORLD, dup, "idup posted before the partner's");
     CHECK_MPI(MPI_Comm_free(&dup));
 }
 
@@ -218,6 +237,7 @@ int main(int argc, char **argv)
     several_outstanding();
     polled_rounds();
     hints();
+    dependent_idup();
     printf("rank %d of %d idup ok\n", me, n);
     MPI_Finalize();
     return 0;

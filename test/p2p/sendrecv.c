@@ -3,7 +3,10 @@
  * sends right and receives from the left in one call, which deadlocks if the
  * receive is not posted before the send blocks), at eager and rendezvous
  * sizes, with a strided type for _replace; the MPI-4 nonblocking forms
- * MPI_Isendrecv / MPI_Isendrecv_replace; and the status of each.
+ * MPI_Isendrecv / MPI_Isendrecv_replace; and the status of each. Then
+ * ready mode around the ring: every rank pre-posts its receives from the
+ * left, a barrier guarantees they are posted, then MPI_Rsend and MPI_Irsend
+ * at every size deliver byte for byte with the right status.
  */
 #include "p2p_util.h"
 
@@ -86,6 +89,40 @@ int main(int argc, char **argv)
     CHECK(x == rank && st.MPI_SOURCE == MPI_PROC_NULL, "PROC_NULL source of _replace changed the buffer");
     CHECK_MPI(MPI_Recv(&y, 1, MPI_INT, left, 7, MPI_COMM_WORLD, &st));
     CHECK(y == left, "the _replace with a PROC_NULL source still sends: got %d", y);
+
+    /* Ready mode: receives first (the barrier orders them before every
+     * send), then each size by MPI_Rsend and by MPI_Irsend. */
+    unsigned char *rbuf[2 * NSIZES], *sbuf[2 * NSIZES];
+    MPI_Request rreq[2 * NSIZES], sreq[NSIZES];
+    for (size_t k = 0; k < 2 * NSIZES; k++) {
+        size_t len = sizes[k % NSIZES];
+        rbuf[k] = guarded_alloc(len);
+        sbuf[k] = malloc(len ? len : 1);
+        payload_fill(sbuf[k], len, rank, 20 + (int)k, 3);
+        CHECK_MPI(MPI_Irecv(rbuf[k], (int)len, MPI_BYTE, left, 20 + (int)k, MPI_COMM_WORLD, &rreq[k]));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (size_t k = 0; k < NSIZES; k++)
+        CHECK_MPI(MPI_Rsend(sbuf[k], (int)sizes[k], MPI_BYTE, right, 20 + (int)k, MPI_COMM_WORLD));
+    for (size_t k = 0; k < NSIZES; k++)
+        CHECK_MPI(MPI_Irsend(sbuf[NSIZES + k], (int)sizes[k], MPI_BYTE, right, 20 + (int)(NSIZES + k),
+                             MPI_COMM_WORLD, &sreq[k]));
+    MPI_Status rst[2 * NSIZES];
+    CHECK_MPI(MPI_Waitall((int)(2 * NSIZES), rreq, rst));
+    CHECK_MPI(MPI_Waitall((int)NSIZES, sreq, MPI_STATUSES_IGNORE));
+    for (size_t k = 0; k < 2 * NSIZES; k++) {
+        size_t len = sizes[k % NSIZES];
+        int count = -1;
+        CHECK_MPI(MPI_Get_count(&rst[k], MPI_BYTE, &count));
+        CHECK(rst[k].MPI_SOURCE == left && rst[k].MPI_TAG == 20 + (int)k && count == (int)len,
+              "%s of %zu bytes: source %d tag %d count %d", k < NSIZES ? "MPI_Rsend" : "MPI_Irsend", len,
+              rst[k].MPI_SOURCE, rst[k].MPI_TAG, count);
+        long bad = payload_check(rbuf[k], len, left, 20 + (int)k, 3);
+        CHECK(bad < 0 && guards_intact(rbuf[k], len), "%s of %zu bytes: byte %ld wrong or guards hit",
+              k < NSIZES ? "MPI_Rsend" : "MPI_Irsend", len, bad);
+        guarded_free(rbuf[k]);
+        free(sbuf[k]);
+    }
 
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     report_ok();
