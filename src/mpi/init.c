@@ -1,6 +1,7 @@
 /* MPI_Init / MPI_Finalize: parameters, runtime, device, communicators. */
 #include "mpi/mpi_impl.h"
 #include "mpi/comm.h"
+#include "mpi/coll/coll.h"
 #include "mpi/coll/sched.h"
 #include "mpi/p2p.h"
 #include "mpi/thread.h"
@@ -61,6 +62,8 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     hashi_log_level = (int)hashi_param_int(HASHI_P_VERBOSE);
 
     if (hashi_rt_init(err, sizeof err) != 0)
+        init_failed(func, err);
+    if (hashi_coll_bcast_params_check(err, sizeof err) != 0)
         init_failed(func, err);
     if (hashi_device_select(err, sizeof err) != 0)
         init_failed(func, err);

@@ -456,8 +456,8 @@ int main(int argc, char **argv)
     static const char *const set_b[] = { "hashi_coll_bcast", "binomial", "hashi_coll_reduce", "binomial",
                                          "hashi_coll_allreduce", "ring", "hashi_coll_reduce_scatter",
                                          "recursive_halving", NULL };
-    static const char *const set_c[] = { "hashi_coll_allreduce", "recursive_doubling", "hashi_coll_reduce_scatter",
-                                         "reduce_scatterv", NULL };
+    static const char *const set_c[] = { "hashi_coll_bcast", "pipeline", "hashi_coll_allreduce", "recursive_doubling",
+                                         "hashi_coll_reduce_scatter", "reduce_scatterv", NULL };
     static const long forced_counts[] = { 29, 1001 };
     const char *const *sets[] = { set_a, set_b, set_c };
     for (int i = 0; i < 3; i++) {

@@ -6,13 +6,20 @@
  *    scatters n blocks down a binomial tree, then n - 1 ring steps give every
  *    rank every block: about 2x the message crosses each link instead of
  *    log2(n) x.
+ *  - pipelined k-ary tree (chosen by name: HASHI_COLL_BCAST=pipeline or the
+ *    hint): the message cut into HASHI_COLL_BCAST_SEGMENT pieces flows down
+ *    a tree of fan-out HASHI_COLL_BCAST_FANOUT (1: a chain), each rank
+ *    receiving piece j while it passes piece j - 1 on: once across each
+ *    link, nseg + depth rounds.
  * Ranks are taken relative to the root (vr = rank - root mod n).
  */
 #include "mpi/coll/coll.h"
 #include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
+#include "runtime/params.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static int real_rank(int vr, int root, int n)
@@ -44,25 +51,60 @@ static MPI_Count clamp(MPI_Count v, MPI_Count total)
     return v < total ? v : total;
 }
 
+int hashi_coll_bcast_params_check(char *err, size_t errlen)
+{
+    int64_t seg = hashi_param_int(HASHI_P_COLL_BCAST_SEGMENT), k = hashi_param_int(HASHI_P_COLL_BCAST_FANOUT);
+    if (seg < 1 || seg > ((int64_t)1 << 30)) {
+        snprintf(err, errlen, "HASHI_COLL_BCAST_SEGMENT=%lld is out of range (1 .. 1g)", (long long)seg);
+        return -1;
+    }
+    if (k < 1 || k > 64) {
+        snprintf(err, errlen, "HASHI_COLL_BCAST_FANOUT=%lld is out of range (1 .. 64)", (long long)k);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The message as one stream of bytes for the algorithms that cut it: the
+ * buffer itself when contiguous, else scratch the root packs into first
+ * (*packed set: stream_end unpacks it at the others). NULL: out of memory.
+ */
+static char *stream_begin(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int is_root,
+                          MPI_Count *total, int *packed, int *rc)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    *total = hashi_type_bytes(t, count);
+    *packed = !hashi_type_is_contig_count(t, count);
+    *rc = MPI_SUCCESS;
+    if (!*packed)
+        return (char *)buf + t->true_lb;
+    char *bytes = hashi_sched_scratch(s, (size_t)*total);
+    if (!bytes) {
+        *rc = MPI_ERR_NO_MEM;
+        return NULL;
+    }
+    if (is_root && ((*rc = hashi_sched_copy(s, buf, count, type, bytes, *total, MPI_BYTE)) != MPI_SUCCESS ||
+                    (*rc = hashi_sched_fence(s)) != MPI_SUCCESS))
+        return NULL;
+    return bytes;
+}
+
+static int stream_end(struct hashi_sched *s, char *bytes, MPI_Count total, int packed, int is_root, void *buf,
+                      MPI_Count count, MPI_Datatype type)
+{
+    /* Both algorithms end with a fence: everything has arrived. */
+    return !packed || is_root ? MPI_SUCCESS : hashi_sched_copy(s, bytes, total, MPI_BYTE, buf, count, type);
+}
+
 static int bcast_scatter_allgather(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
                                    const struct MPI_ABI_Comm *c)
 {
-    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
-    int n = c->size, vr = (c->rank - root + n) % n, rc = MPI_SUCCESS;
-    MPI_Count total = hashi_type_bytes(t, count);
-    char *bytes;
-    int packed = !hashi_type_is_contig_count(t, count);
-    if (packed) {
-        /* Strided data moves as one packed stream, unpacked at the end. */
-        bytes = hashi_sched_scratch(s, (size_t)total);
-        if (!bytes)
-            return MPI_ERR_NO_MEM;
-        if (vr == 0 && ((rc = hashi_sched_copy(s, buf, count, type, bytes, total, MPI_BYTE)) != MPI_SUCCESS ||
-                        (rc = hashi_sched_fence(s)) != MPI_SUCCESS))
-            return rc;
-    } else {
-        bytes = (char *)buf + t->true_lb;
-    }
+    int n = c->size, vr = (c->rank - root + n) % n, rc, packed;
+    MPI_Count total;
+    char *bytes = stream_begin(s, buf, count, type, vr == 0, &total, &packed, &rc);
+    if (!bytes)
+        return rc;
     MPI_Count chunk = (total + n - 1) / n;
 
     /* Scatter: a rank receives the blocks of its subtree [vr, vr + mask). */
@@ -98,9 +140,46 @@ static int bcast_scatter_allgather(struct hashi_sched *s, void *buf, MPI_Count c
         if (rc == MPI_SUCCESS)
             rc = hashi_sched_fence(s);
     }
-    if (rc == MPI_SUCCESS && packed && vr != 0)
-        rc = hashi_sched_copy(s, bytes, total, MPI_BYTE, buf, count, type);
-    return rc;
+    return rc == MPI_SUCCESS ? stream_end(s, bytes, total, packed, vr == 0, buf, count, type) : rc;
+}
+
+/*
+ * Pipelined tree: virtual rank v's parent is (v - 1) / k, its children k v +
+ * 1 .. k v + k. Round j: the root sends piece j to its children; another
+ * rank receives piece j from its parent and sends piece j - 1 on, then the
+ * round's fence. Rounds are each rank's own, so piece j moves one level per
+ * round down the tree while the next follows.
+ */
+static int bcast_pipeline(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
+                          const struct MPI_ABI_Comm *c)
+{
+    int n = c->size, vr = (c->rank - root + n) % n, rc, packed;
+    int k = (int)hashi_param_int(HASHI_P_COLL_BCAST_FANOUT);
+    MPI_Count total, seg = (MPI_Count)hashi_param_int(HASHI_P_COLL_BCAST_SEGMENT);
+    char *bytes = stream_begin(s, buf, count, type, vr == 0, &total, &packed, &rc);
+    if (!bytes)
+        return rc;
+    MPI_Count nseg = (total + seg - 1) / seg;
+    int parent = vr == 0 ? -1 : real_rank((vr - 1) / k, root, n);
+    for (MPI_Count j = 0; j <= nseg && rc == MPI_SUCCESS; j++) {
+        MPI_Count piece = vr == 0 ? j : j - 1;   /* the piece passed on this round */
+        if (parent >= 0 && j < nseg) {
+            MPI_Count lo = j * seg;
+            rc = hashi_sched_recv(s, bytes + lo, clamp(lo + seg, total) - lo, MPI_BYTE, parent);
+        }
+        if (piece >= 0 && piece < nseg) {
+            MPI_Count lo = piece * seg;
+            for (int i = 1; i <= k && rc == MPI_SUCCESS; i++) {
+                long child = (long)k * vr + i;
+                if (child < n)
+                    rc = hashi_sched_send(s, bytes + lo, clamp(lo + seg, total) - lo, MPI_BYTE,
+                                          real_rank((int)child, root, n));
+            }
+        }
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+    }
+    return rc == MPI_SUCCESS ? stream_end(s, bytes, total, packed, vr == 0, buf, count, type) : rc;
 }
 
 int hashi_coll_build_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
@@ -113,9 +192,14 @@ int hashi_coll_build_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MP
     int rc = hashi_coll_hier_bcast(s, buf, count, type, root, c);
     if (rc != HASHI_COLL_FLAT)
         return rc;
-    if (hashi_coll_select(HASHI_CHOOSE_BCAST, c, bytes, count, 1) == HASHI_ALG_SCATTER_ALLGATHER)
+    switch (hashi_coll_select(HASHI_CHOOSE_BCAST, c, bytes, count, 1)) {
+    case HASHI_ALG_SCATTER_ALLGATHER:
         return bcast_scatter_allgather(s, buf, count, type, root, c);
-    return bcast_binomial(s, buf, count, type, root, c);
+    case HASHI_ALG_PIPELINE:
+        return bcast_pipeline(s, buf, count, type, root, c);
+    default:
+        return bcast_binomial(s, buf, count, type, root, c);
+    }
 }
 
 /* The device's broadcast where select.c offers it: contiguous data in place,

@@ -134,6 +134,7 @@ enum hashi_coll_alg {
     HASHI_ALG_AUTO,
     HASHI_ALG_BINOMIAL,            /* bcast, reduce */
     HASHI_ALG_SCATTER_ALLGATHER,   /* bcast (van de Geijn) */
+    HASHI_ALG_PIPELINE,            /* bcast (segments down a k-ary tree) */
     HASHI_ALG_RABENSEIFNER,        /* reduce, allreduce */
     HASHI_ALG_RECURSIVE_DOUBLING,  /* allreduce, scan */
     HASHI_ALG_RING,                /* allreduce */
@@ -149,6 +150,10 @@ enum hashi_alg_choice_for {
     HASHI_CHOOSE_BCAST, HASHI_CHOOSE_REDUCE, HASHI_CHOOSE_ALLREDUCE, HASHI_CHOOSE_REDUCE_SCATTER,
     HASHI_CHOOSE_BARRIER, HASHI_CHOOSE_ALLGATHER,
 };
+
+/* HASHI_COLL_BCAST_SEGMENT / _FANOUT in range: 0, else -1 and err says
+ * which (MPI_Init fails with it). */
+int hashi_coll_bcast_params_check(char *err, size_t errlen);
 
 /* The algorithm for a collective of `bytes` bytes (the whole vector) and
  * `count` elements on comm, with an op that is or is not commutative. Every

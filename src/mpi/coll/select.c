@@ -49,6 +49,7 @@ static enum hashi_coll_alg alg_named(const char *name)
     static const struct { const char *name; enum hashi_coll_alg alg; } names[] = {
         { "binomial", HASHI_ALG_BINOMIAL },
         { "scatter_allgather", HASHI_ALG_SCATTER_ALLGATHER },
+        { "pipeline", HASHI_ALG_PIPELINE },
         { "rabenseifner", HASHI_ALG_RABENSEIFNER },
         { "recursive_doubling", HASHI_ALG_RECURSIVE_DOUBLING },
         { "ring", HASHI_ALG_RING },
