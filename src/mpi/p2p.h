@@ -31,6 +31,10 @@ int hashi_isend_internal(const void *buf, MPI_Count count, MPI_Datatype type, in
                          struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req);
 int hashi_irecv_internal(void *buf, MPI_Count count, MPI_Datatype type, int source, int tag,
                          struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req);
+/* A standard send completed in the call where the device can (send_now:
+ * small contiguous data; *req NULL), else started as hashi_isend_internal. */
+int hashi_isend_now_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
+                             struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req);
 /* Any send mode (synchronous sends for protocols that need the match). */
 int hashi_isend_mode_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
                               struct MPI_ABI_Comm *comm, uint32_t context_id, enum hashi_send_mode mode,

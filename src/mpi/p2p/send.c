@@ -146,6 +146,21 @@ static inline __attribute__((always_inline)) int send_now(const char *func, cons
     return hashi_err_comm(func, comm, rc, "the device send of %zu bytes to rank %d failed", bytes, dest);
 }
 
+int hashi_isend_now_internal(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag,
+                             struct MPI_ABI_Comm *comm, uint32_t context_id, struct MPI_ABI_Request **req)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    *req = NULL;
+    if (t && send_now_fits(t, count, dest, HASHI_SEND_STANDARD)) {
+        size_t bytes = (size_t)hashi_type_bytes(t, count);
+        int rc = hashi_device->p2p.send_now(bytes ? p2p_offset(buf, t->true_lb) : buf, bytes,
+                                            hashi_comm_to_world(comm, dest), tag, context_id, comm->rank);
+        if (rc != HASHI_DEVICE_P2P_DECLINE)
+            return rc;
+    }
+    return hashi_isend_internal(buf, count, type, dest, tag, comm, context_id, req);
+}
+
 /* A blocking send: start, wait, and report the operation's error. */
 static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                          int tag, MPI_Comm comm, enum hashi_send_mode mode)
