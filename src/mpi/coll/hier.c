@@ -329,6 +329,15 @@ static void *scratch(struct hashi_sched *s, MPI_Count count, MPI_Datatype type, 
 
 /* ---- the algorithms ---- */
 
+/* Nothing two-level can run: fewer than 3 members, or a layout already
+ * found flat (one node, one member per node, a sub-communicator). The
+ * selection would say so too, after computing sizes and reading
+ * parameters: this is every small collective's first test. */
+static inline int surely_flat(const struct MPI_ABI_Comm *c)
+{
+    return c->size < 3 || c->coll_state == &flat_layout;
+}
+
 static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c, size_t bytes,
                                       int commutative, int *rc)
 {
@@ -342,6 +351,8 @@ static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct MPI
 
 int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
 {
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
     int rc;
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BARRIER, c, 0, 1, &rc);
     if (!h)
@@ -357,6 +368,8 @@ int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
 int hashi_coll_hier_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
                           struct MPI_ABI_Comm *c)
 {
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_BCAST, c, bytes, 1, &rc);
@@ -382,6 +395,8 @@ int hashi_coll_hier_bcast(struct hashi_sched *s, void *buf, MPI_Count count, MPI
 int hashi_coll_hier_reduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype type, MPI_Op op, int root, struct MPI_ABI_Comm *c)
 {
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_REDUCE, c, bytes, hashi_op_is_commutative(op), &rc);
@@ -420,6 +435,8 @@ int hashi_coll_hier_reduce(struct hashi_sched *s, const void *sendbuf, void *rec
 int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
                               MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c)
 {
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
     int rc;
     size_t bytes = (size_t)hashi_type_bytes(hashi_type_get(type), count);
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_ALLREDUCE, c, bytes, hashi_op_is_commutative(op), &rc);
@@ -444,6 +461,8 @@ int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *
 int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                               void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, struct MPI_ABI_Comm *c)
 {
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
     int rc, n = c->size, me = c->rank;
     const struct MPI_ABI_Datatype *rt = hashi_type_get(rtype);
     size_t bytes = (size_t)hashi_type_bytes(rt, rcount) * (size_t)n;
