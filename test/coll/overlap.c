@@ -5,7 +5,13 @@
  * one they were started in; and real background progress: rank 0 starts an
  * Iallreduce and then only tests unrelated requests, yet every other rank's
  * MPI_Wait on its Iallreduce returns (the rounds that need rank 0's data
- * advance inside rank 0's MPI_Test calls).
+ * advance inside rank 0's MPI_Test calls). Then blocking Alltoall, Allgather,
+ * Allreduce, Reduce and Bcast back to back at the edges of the device's
+ * staged paths (dimmnet: what a member stages just fits
+ * HASHI_COLL_DEVICE_BLOCKS_STAGE_MAX / _REDUCE_STAGE_MAX, their default
+ * 128 KiB, and one int more), on world and on a reversed split,
+ * new data every round, an Iallreduce on a dup outstanding: a member that
+ * rewrote its stage before a slow reader had copied it out would show.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -122,6 +128,80 @@ static void background_progress(void)
         CHECK(out[i] == size * (size - 1) / 2.0 + size * (double)i, "background Iallreduce element %d", i);
 }
 
+/* One round of the staged-path edges on c: alltoall blocks of `a2a` ints,
+ * an allgather block, an allreduce, a reduce and a broadcast of `ag` ints
+ * (the roots move with the round). */
+static void stage_edges_round(MPI_Comm c, int round, long a2a, long ag)
+{
+    int r, n;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &n);
+    long most = a2a * n > ag * n ? a2a * n : ag * n;
+    int *sbuf = malloc((size_t)most * sizeof *sbuf), *rbuf = malloc((size_t)most * sizeof *rbuf);
+    CHECK(sbuf && rbuf, "out of memory");
+    /* Alltoall: element i of the block from p to q is p * 1000003 + q * 7919 + i + round. */
+    for (int q = 0; q < n; q++)
+        for (long i = 0; i < a2a; i++)
+            sbuf[q * a2a + i] = r * 1000003 + q * 7919 + (int)i + round;
+    CHECK_MPI(MPI_Alltoall(sbuf, (int)a2a, MPI_INT, rbuf, (int)a2a, MPI_INT, c));
+    for (int p = 0; p < n; p++)
+        for (long i = 0; i < a2a; i++)
+            CHECK(rbuf[p * a2a + i] == p * 1000003 + r * 7919 + (int)i + round,
+                  "round %d: MPI_Alltoall of %ld ints, block from %d, element %ld", round, a2a, p, i);
+    for (long i = 0; i < ag; i++)
+        sbuf[i] = r * 1000003 - (int)i + round;
+    CHECK_MPI(MPI_Allgather(sbuf, (int)ag, MPI_INT, rbuf, (int)ag, MPI_INT, c));
+    for (int p = 0; p < n; p++)
+        for (long i = 0; i < ag; i++)
+            CHECK(rbuf[p * ag + i] == p * 1000003 - (int)i + round,
+                  "round %d: MPI_Allgather of %ld ints, block of %d, element %ld", round, ag, p, i);
+    /* Reduce and Allreduce of `ag` ints: the device's staged reductions
+     * (HASHI_COLL_DEVICE_REDUCE_STAGE_MAX, its default 128 KiB) and above. */
+    int root = round % n;
+    for (long i = 0; i < ag; i++)
+        sbuf[i] = r * 3 + (int)i + round;
+    CHECK_MPI(MPI_Allreduce(sbuf, rbuf, (int)ag, MPI_INT, MPI_SUM, c));
+    for (long i = 0; i < ag; i++)
+        CHECK(rbuf[i] == 3 * n * (n - 1) / 2 + n * ((int)i + round),
+              "round %d: MPI_Allreduce of %ld ints, element %ld", round, ag, i);
+    for (long i = 0; i < ag; i++)
+        rbuf[i] = -1;
+    CHECK_MPI(MPI_Reduce(sbuf, rbuf, (int)ag, MPI_INT, MPI_SUM, root, c));
+    for (long i = 0; i < ag && r == root; i++)
+        CHECK(rbuf[i] == 3 * n * (n - 1) / 2 + n * ((int)i + round),
+              "round %d: MPI_Reduce of %ld ints to %d, element %ld", round, ag, root, i);
+    for (long i = 0; i < ag; i++)
+        sbuf[i] = r == root ? (int)i * 3 + round : -1;
+    CHECK_MPI(MPI_Bcast(sbuf, (int)ag, MPI_INT, root, c));
+    for (long i = 0; i < ag; i++)
+        CHECK(sbuf[i] == (int)i * 3 + round, "round %d: MPI_Bcast of %ld ints from %d, element %ld", round, ag, root, i);
+    free(sbuf);
+    free(rbuf);
+}
+
+static void stage_edges(void)
+{
+    MPI_Comm half, dup;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    double in = rank, out = 0;
+    MPI_Request pending;
+    CHECK_MPI(MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, dup, &pending));
+    const long stage_ints = 128 * 1024 / sizeof(int);
+    for (int round = 0; round < 4; round++) {
+        MPI_Comm c = round % 2 ? half : MPI_COMM_WORLD;
+        int n;
+        MPI_Comm_size(c, &n);
+        long fit = n > 1 ? stage_ints / (n - 1) : stage_ints;   /* alltoall blocks that just fit */
+        long more = round >= 2;                                 /* then one int more */
+        stage_edges_round(c, round, fit + more, stage_ints + more);
+    }
+    CHECK_MPI(MPI_Wait(&pending, MPI_STATUS_IGNORE));
+    CHECK(out == size * (size - 1) / 2.0, "Iallreduce on the dup across the blocking collectives: %g", out);
+    CHECK_MPI(MPI_Comm_free(&half));
+    CHECK_MPI(MPI_Comm_free(&dup));
+}
+
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
@@ -129,6 +209,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     many_outstanding();
     background_progress();
+    stage_edges();
     printf("rank %d of %d ok\n", rank, size);
     CHECK_MPI(MPI_Finalize());
     return 0;

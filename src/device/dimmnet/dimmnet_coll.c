@@ -6,7 +6,10 @@
  * LLCM, like the DIMMnet DSM paper's flags. Larger data (reductions,
  * broadcasts, allgather and alltoall blocks, as the caller offers them,
  * docs/collectives.md) puts only a key to the member's registered buffer
- * into the slot; the reader PULLs the data itself and acknowledges.
+ * into the slot; the reader PULLs the data itself and acknowledges. From 3
+ * members, data that fits a rank's stage (transport.h) goes through it
+ * instead: copied in once by its owner, copied out or reduced in place by
+ * the others (broadcasts, alltoall and allgather blocks, reductions).
  *
  * Flat, one step: every rank stores its contribution into each peer's
  * collective area (the slot of its own local index there), the pair
@@ -55,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What this rank knows of one peer on the node. */
 struct coll_peer {
@@ -89,12 +93,16 @@ static struct {
     void *scratch;         /* copies of peers' contributions read in place */
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
+    int *sources;          /* struct sources */
+    long cpus;             /* online (crowded()) */
     size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
     /* The staged broadcast: our stage (transport.h), the largest broadcast
      * staged (0: none), and the readers of our last one with their pair
      * sequences: we write the stage again once each has acknowledged. */
     unsigned char *stage;
     size_t stage_max;
+    size_t blocks_stage_max;   /* blocks_staged: the most bytes a member stages (0: never) */
+    size_t reduce_stage_max;   /* reduce_staged: the largest vector (0: never) */
     int *stage_reader;
     uint64_t *stage_seq;
     int stage_readers;
@@ -679,6 +687,31 @@ static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm 
     return rc;
 }
 
+/* Before we write our stage again: every member that was told to read its
+ * last content has acknowledged (or shown by a later pair collective that it
+ * is past it). */
+static void stage_claim(void)
+{
+    for (int k = 0; k < co.stage_readers; k++) {
+        struct consumed_wait cw = { co.stage_reader[k], co.stage_seq[k] };
+        if (!consumed(&cw))
+            hashi_progress_wait_until(consumed, &cw);
+    }
+    co.stage_readers = 0;
+}
+
+/* Tells member i (comm rank) that our stage holds its data, with the next
+ * pair sequence (co.seq[i]), and remembers it as a reader stage_claim
+ * waits for. */
+static int stage_publish(int i)
+{
+    int w = co.member[i];
+    co.seq[i] = ++co.peer[w].seq;
+    co.stage_reader[co.stage_readers] = w;
+    co.stage_seq[co.stage_readers++] = co.seq[i];
+    return post(w, co.seq[i], NULL, 0);
+}
+
 /*
  * From 3 members, up to HASHI_COLL_DEVICE_BCAST_STAGE_MAX bytes, every
  * member on emu: the root copies the data into its stage and raises each
@@ -705,21 +738,11 @@ static int bcast_staged(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *
         hashi_dn_stats.staged_bcasts++;
         return store(w, area_off(co.my_index), seq);
     }
-    for (int k = 0; k < co.stage_readers; k++) {
-        struct consumed_wait cw = { co.stage_reader[k], co.stage_seq[k] };
-        if (!consumed(&cw))
-            hashi_progress_wait_until(consumed, &cw);
-    }
-    co.stage_readers = 0;
+    stage_claim();
     memcpy(co.stage, buf, bytes);
     hashi_dn_stats.staged_bcasts++;
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int w = co.member[(root + k) % n];
-        uint64_t seq = ++co.peer[w].seq;
-        rc = post(w, seq, NULL, 0);
-        co.stage_reader[co.stage_readers] = w;
-        co.stage_seq[co.stage_readers++] = seq;
-    }
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++)
+        rc = stage_publish((root + k) % n);
     return rc;
 }
 
@@ -766,6 +789,61 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     return rc;
 }
 
+/* Whether n members of a communicator put more than two on each core this
+ * machine has online (a local choice: the order of one's own reads needs
+ * no agreement). */
+static int crowded(int n)
+{
+    return co.cpus > 0 && n > 2 * co.cpus;
+}
+
+/* The members a collective still reads from (comm ranks), in the order we
+ * prefer: the previous rank first, so that when every member runs at once
+ * each buffer has one reader. */
+struct sources {
+    int *pending;
+    int n, found;
+    int in_order;          /* take them strictly in that order */
+};
+
+static void sources_init(struct sources *src, const struct MPI_ABI_Comm *c, int in_order)
+{
+    src->pending = co.sources;
+    src->n = 0;
+    src->in_order = in_order;
+    for (int k = 1; k < c->size; k++)
+        src->pending[src->n++] = (c->rank - k + c->size) % c->size;
+}
+
+/* The first pending member whose flag (for co.seq) has arrived, in found. */
+static int source_ready(void *arg)
+{
+    struct sources *src = arg;
+    for (int k = 0; k < (src->in_order ? 1 : src->n); k++) {
+        int i = src->pending[k];
+        if (load(slot_off(co.local_index[co.member[i]], co.seq[i])) >= co.seq[i]) {
+            src->found = k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The next member to read from: the first in our order that is ready,
+ * waiting only when none is (unless in_order). Sharing cores, a peer that
+ * has not run yet then does not hold up the copies from those that have
+ * (8 ranks on 2 cores, alltoall 64 KiB: 349 -> 311 us). */
+static int next_source(struct sources *src)
+{
+    if (!source_ready(src))
+        hashi_progress_wait_until(source_ready, src);
+    int i = src->pending[src->found];
+    src->n--;
+    memmove(src->pending + src->found, src->pending + src->found + 1,
+            (size_t)(src->n - src->found) * sizeof *src->pending);
+    return i;
+}
+
 /* Alltoall (each = blk) and allgather (each = 0) larger than a slot: every
  * member offers its send buffer to all others and reads its block of each
  * peer's (at me * each) straight into recvbuf, all members copying at once;
@@ -777,9 +855,16 @@ static int blocks_offered(const unsigned char *sendbuf, size_t sendbytes, unsign
     int *readers = all_readers(c);
     struct hashi_tl_mem mem;
     int rc = offer(sendbuf, sendbytes, readers, n - 1, &mem, &posted);
-    /* The previous rank posted its key to us first. */
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me - k + n) % n;
+    /* In order, unless more than two members share each core: CMA reads of
+     * one process slow each other down, and taking peers out of turn makes
+     * two readers of one buffer likelier (4 ranks on 2 cores, alltoall
+     * 256 KiB: 235-253 in order, 247-268 not; an allgather's readers all
+     * read the same pages). With more members per core, waiting for the
+     * one in turn costs more hand-overs than that (8 ranks: above). */
+    struct sources src;
+    sources_init(&src, c, each == 0 || !crowded(n));
+    while (src.n > 0 && rc == MPI_SUCCESS) {
+        int i = next_source(&src);
         rc = read_offered(i, recvbuf + (size_t)i * blk, blk, (uint64_t)me * each);
     }
     /* Our own block last: the peers' acks come in meanwhile (first or last
@@ -787,6 +872,47 @@ static int blocks_offered(const unsigned char *sendbuf, size_t sendbytes, unsign
     if (rc == MPI_SUCCESS)
         memcpy(recvbuf + (size_t)me * blk, sendbuf + (size_t)me * each, blk);
     withdraw(readers, co.seq, posted, &mem);
+    return rc;
+}
+
+/*
+ * From 3 members, where what a member hands the others fits its stage
+ * (co.blocks_stage_max): an alltoall's blocks for the others (each = blk;
+ * the block for the member k ranks on at (k - 1) * blk) or an allgather's
+ * one block (each = 0). Each member copies them into its stage and raises
+ * the others' flags; each member copies its block out of every peer's stage
+ * in place, as their flags arrive, and acknowledges. No member waits for its
+ * readers: the send buffer is free once staged, and the next write of the
+ * stage waits for their acks (stage_claim). Plain copies, where a CMA read
+ * costs about 2.4 us before any data and concurrent reads of one process
+ * slow each other down (4 ranks on 2 cores, alltoall 16 KiB: 24 -> 17 us;
+ * from 64 KiB the reads win again: docs/collectives.md).
+ */
+static int blocks_staged(const unsigned char *sendbuf, unsigned char *recvbuf, size_t each, size_t blk,
+                         struct MPI_ABI_Comm *c)
+{
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    stage_claim();
+    if (each == 0)
+        memcpy(co.stage, sendbuf, blk);
+    for (int k = 1; k < n && each; k++)
+        memcpy(co.stage + (size_t)(k - 1) * blk, sendbuf + (size_t)((me + k) % n) * each, blk);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++)
+        rc = stage_publish((me + k) % n);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (sendbuf + (size_t)me * each != recvbuf + (size_t)me * blk)
+        memcpy(recvbuf + (size_t)me * blk, sendbuf + (size_t)me * each, blk);
+    struct sources src;
+    sources_init(&src, c, 0);
+    while (src.n > 0 && rc == MPI_SUCCESS) {
+        int i = next_source(&src), w = co.member[i];
+        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);   /* arrived: learns what it proves */
+        size_t size;
+        const unsigned char *stage = hashi_tl(w)->stage(w, &size);
+        memcpy(recvbuf + (size_t)i * blk, stage + (size_t)((me - i + n) % n - 1) * each, blk);
+        rc = store(w, area_off(co.my_index), co.seq[i]);
+    }
     return rc;
 }
 
@@ -878,6 +1004,61 @@ static int reduce_segments(const unsigned char *mine, unsigned char *out, size_t
 }
 
 /*
+ * Allreduce from 3 members, reduce from 4, vectors that fit the stage
+ * (co.reduce_stage_max; the rule is select.c's): every
+ * member copies its vector into its stage and raises the others' flags;
+ * member r owns segment r (as in reduce_segments) and reduces segment r of
+ * each peer's stage, in place through the shared mapping, into segment r of
+ * its own stage (nobody else reads that one), in a fixed order; then it
+ * raises the flags again and the root (reduce) or every member (allreduce)
+ * copies each finished segment out of its owner's stage. Plain loads and
+ * copies where reduce_tree and Rabenseifner pay CMA reads or rendezvous and
+ * a hand-over of the shared cores per round; each member reduces (n - 1)/n
+ * of a vector, and one owner per segment keeps an allreduce's results
+ * bit-identical everywhere. No member waits for its readers: the next write
+ * of its stage does (stage_claim).
+ */
+static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t count, size_t elem,
+                         hashi_op_kernel_fn fn, int root, struct MPI_ABI_Comm *c)
+{
+    int n = c->size, me = c->rank, all = root < 0, rc = MPI_SUCCESS;
+    size_t first, len, size;
+    stage_claim();
+    memcpy(co.stage, mine, count * elem);
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++)
+        rc = stage_publish((me + k) % n);
+    segment(count, n, me, &first, &len);
+    unsigned char *acc = co.stage + first * elem;
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me - k + n) % n, w = co.member[i];
+        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+        fn((const unsigned char *)hashi_tl(w)->stage(w, &size) + first * elem, acc, len);
+        rc = store(w, area_off(co.my_index), co.seq[i]);
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* Our segment is final: tell whoever copies it. */
+    if (!all && me != root)
+        return stage_publish(root);
+    for (int k = 1; k < n && all && rc == MPI_SUCCESS; k++)
+        rc = stage_publish((me + k) % n);
+    memcpy(out + first * elem, acc, len * elem);
+    if (!all)
+        for (int k = 1; k < n; k++)
+            co.seq[(me + k) % n] = ++co.peer[co.member[(me + k) % n]].seq;
+    struct sources src;
+    sources_init(&src, c, 0);
+    while (src.n > 0 && rc == MPI_SUCCESS) {
+        int i = next_source(&src), w = co.member[i];
+        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+        segment(count, n, i, &first, &len);
+        memcpy(out + first * elem, (const unsigned char *)hashi_tl(w)->stage(w, &size) + first * elem, len * elem);
+        rc = store(w, area_off(co.my_index), co.seq[i]);
+    }
+    return rc;
+}
+
+/*
  * Flat, one step: every member's contribution to every other, in its slot
  * (up to max_bytes) or, larger, offered in place: each member reads every
  * other's vector (from 3 members and HASHI_COLL_DEVICE_SEGMENTS_MIN,
@@ -905,6 +1086,12 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
             fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
         hashi_dn_stats.coll_allreduces++;
         return MPI_SUCCESS;
+    }
+    if (n > 2 && bytes <= co.reduce_stage_max && (size_t)count >= (size_t)n) {
+        rc = reduce_staged(mine, acc, (size_t)count, bytes / (size_t)count, fn, -1, c);
+        if (rc == MPI_SUCCESS)
+            hashi_dn_stats.coll_allreduces++;
+        return rc;
     }
     if (n > 2 && co.segments_min && bytes >= co.segments_min && (size_t)count >= (size_t)n) {
         rc = reduce_segments(mine, acc, (size_t)count, bytes / (size_t)count, fn, -1, c);
@@ -1011,6 +1198,9 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
     if (!fn || !flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
     const unsigned char *mine = sendbuf;
+    /* From 4 members (select.c: at 3 the tree is as fast). */
+    if (bytes > co.max_bytes && c->size > 3 && bytes <= co.reduce_stage_max && (size_t)count >= (size_t)c->size)
+        return reduce_staged(mine, recvbuf, (size_t)count, bytes / (size_t)count, fn, root, c);
     if (bytes > co.max_bytes && c->size > 2 && co.segments_min && bytes >= co.segments_min &&
         (size_t)count >= (size_t)c->size)
         return reduce_segments(mine, recvbuf, (size_t)count, bytes / (size_t)count, fn, root, c);
@@ -1043,7 +1233,10 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc;
     if (bytes_per_rank > co.max_bytes) {
-        rc = blocks_offered(sendbuf, bytes_per_rank * (size_t)n, recvbuf, bytes_per_rank, bytes_per_rank, c);
+        if (n > 2 && bytes_per_rank * (size_t)(n - 1) <= co.blocks_stage_max)
+            rc = blocks_staged(sendbuf, recvbuf, bytes_per_rank, bytes_per_rank, c);
+        else
+            rc = blocks_offered(sendbuf, bytes_per_rank * (size_t)n, recvbuf, bytes_per_rank, bytes_per_rank, c);
         if (rc == MPI_SUCCESS)
             hashi_dn_stats.coll_alltoalls++;
         return rc;
@@ -1069,7 +1262,10 @@ static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_ran
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, me = c->rank, rc;
     if (bytes_per_rank > co.max_bytes) {
-        rc = blocks_offered(sendbuf, bytes_per_rank, recvbuf, 0, bytes_per_rank, c);
+        if (n > 2 && bytes_per_rank <= co.blocks_stage_max)
+            rc = blocks_staged(sendbuf, recvbuf, 0, bytes_per_rank, c);
+        else
+            rc = blocks_offered(sendbuf, bytes_per_rank, recvbuf, 0, bytes_per_rank, c);
         if (rc == MPI_SUCCESS)
             hashi_dn_stats.coll_allgathers++;
         return rc;
@@ -1121,10 +1317,12 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.seq = malloc((size_t)n * sizeof *co.seq);
     co.seq_in = malloc((size_t)n * sizeof *co.seq_in);
     co.readers = malloc((size_t)n * sizeof *co.readers);
-    co.stage_reader = malloc((size_t)n * sizeof *co.stage_reader);
-    co.stage_seq = malloc((size_t)n * sizeof *co.stage_seq);
+    co.sources = malloc((size_t)n * sizeof *co.sources);
+    /* reduce_staged tells each member twice before the next stage_claim */
+    co.stage_reader = malloc(2 * (size_t)n * sizeof *co.stage_reader);
+    co.stage_seq = malloc(2 * (size_t)n * sizeof *co.stage_seq);
     co.peer = calloc((size_t)n, sizeof *co.peer);
-    if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.stage_reader ||
+    if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.sources || !co.stage_reader ||
         !co.stage_seq || !co.peer) {
         snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
         hashi_dn_coll_finalize();
@@ -1135,6 +1333,7 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     for (int r = 0; r < n; r++)
         co.local_index[r] = r == hashi_job.rank || hashi_job.peer_is_local[r] ? local++ : -1;
     co.my_index = co.local_index[hashi_job.rank];
+    co.cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t max_ranks = hashi_param_int(HASHI_P_DIMMNET_COLL_RANKS);
     co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
@@ -1173,6 +1372,12 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_STAGE_MAX);
     if (!co.stage || co.stage_max > stage_size)
         co.stage_max = co.stage ? stage_size : 0;
+    co.blocks_stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BLOCKS_STAGE_MAX);
+    if (!co.stage || co.blocks_stage_max > stage_size)
+        co.blocks_stage_max = co.stage ? stage_size : 0;
+    co.reduce_stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_REDUCE_STAGE_MAX);
+    if (!co.stage || co.reduce_stage_max > stage_size)
+        co.reduce_stage_max = co.stage ? stage_size : 0;
     co.stage_readers = 0;
     if (!co.flat && co.max_ranks >= 2)
         HASHI_DEBUG(1, "dimmnet: %d collective areas of 2 slots of %zu bytes do not fit the LLCM (%zu bytes, %zu "
@@ -1194,6 +1399,7 @@ void hashi_dn_coll_finalize(void)
     free(co.peer);
     free(co.scratch);
     free(co.readers);
+    free(co.sources);
     free(co.stage_reader);
     free(co.stage_seq);
     memset(&co, 0, sizeof co);

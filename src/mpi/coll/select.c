@@ -37,7 +37,7 @@ enum hier_mode { HIER_AUTO, HIER_ON, HIER_OFF };
 static struct {
     enum hashi_coll_alg bcast, reduce, allreduce, reduce_scatter, barrier;
     size_t bcast_long, reduce_long, allreduce_long, allreduce_ring, reduce_scatter_long, device_read_min;
-    size_t device_segments_min;
+    size_t device_segments_min, device_reduce_stage_max;
     enum hier_mode hier;
     size_t hier_max;
 } conf;
@@ -84,6 +84,7 @@ static void conf_load(void)
     conf.reduce_scatter_long = (size_t)hashi_param_int(HASHI_P_COLL_REDUCE_SCATTER_LONG);
     conf.device_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_READ_MIN);
     conf.device_segments_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_SEGMENTS_MIN);
+    conf.device_reduce_stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_REDUCE_STAGE_MAX);
     conf.hier = hier_mode_named(hashi_param_str(HASHI_P_COLL_HIER));
     conf.hier_max = (size_t)hashi_param_int(HASHI_P_COLL_HIER_MAX);
     data_conf_load();
@@ -196,10 +197,19 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
     pthread_once(&conf_once, conf_load);
     if (bytes <= hashi_device->coll.max_bytes)
         return 1;
-    if (!conf.device_read_min || bytes < conf.device_read_min)
-        return 0;
     enum hashi_alg_choice_for coll = allreduce ? HASHI_CHOOSE_ALLREDUCE : HASHI_CHOOSE_REDUCE;
     if (override(c, coll) != HASHI_ALG_AUTO)
+        return 0;
+    /* Vectors that fit the device's stage, allreduce from 3 members and
+     * reduce from 4 (at 3 the tree's two reads cost less than staging
+     * every vector): each member reduces its segment out of the others'
+     * stages in place, where the schedules and the reads hand the shared
+     * cores over at every round (4 ranks on 2 cores, allreduce 64 KiB: 49
+     * -> 29 us, reduce 128 KiB: 51 -> 41; docs/collectives.md). The device
+     * applies the same rule (dn_reduce, dn_allreduce). */
+    if (c->size > (allreduce ? 2 : 3) && bytes <= conf.device_reduce_stage_max)
+        return 1;
+    if (!conf.device_read_min || bytes < conf.device_read_min)
         return 0;
     /* Allreduce at 2 members: both read the other's vector and reduce it
      * locally, one exchange at every size where Rabenseifner needs two
@@ -300,7 +310,7 @@ static struct {
     int alltoall_bruck_min, alltoall_window;
     size_t device_read_min[HASHI_DEVICE_ALLTOALL + 1], device_read_max[HASHI_DEVICE_ALLTOALL + 1];
     int device_read_ranks;
-    size_t bcast_tree_min, many_read_min;
+    size_t bcast_tree_min, many_read_min, blocks_stage_max;
 } data_conf;
 
 static void data_conf_load(void)
@@ -325,6 +335,7 @@ static void data_conf_load(void)
     data_conf.device_read_ranks = (int)hashi_param_int(HASHI_P_COLL_DEVICE_READ_RANKS);
     data_conf.bcast_tree_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_TREE_MIN);
     data_conf.many_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_MANY_READ_MIN);
+    data_conf.blocks_stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BLOCKS_STAGE_MAX);
 }
 
 /* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
@@ -408,7 +419,10 @@ int hashi_coll_alltoall_window(void)
  * has the receiver copy it all; to more, from
  * HASHI_COLL_DEVICE_BCAST_TREE_MIN at any size (the device's tree of reads).
  * Allgather and alltoall on larger communicators from
- * HASHI_COLL_DEVICE_MANY_READ_MIN.
+ * HASHI_COLL_DEVICE_MANY_READ_MIN; from 3 members at any size above the
+ * slots where what a member hands the others (alltoall: its blocks for
+ * them; allgather: its block) is at most HASHI_COLL_DEVICE_BLOCKS_STAGE_MAX:
+ * the device copies it through the member's stage.
  */
 int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI_ABI_Comm *c, size_t bytes)
 {
@@ -421,11 +435,17 @@ int hashi_coll_device_data_ok(enum hashi_coll_device_data coll, const struct MPI
         min = data_conf.bcast_tree_min;
         max = 0;
     } else if (c->size > data_conf.device_read_ranks) {
-        /* Oversubscribed, every member's reads of 16 KiB cost more than
-         * the schedules' eager copies; from 64 KiB they win. */
+        /* Oversubscribed, every member's reads of 16 KiB cost as much as
+         * the schedules' eager copies; from 32 KiB they win (4 ranks on 2
+         * cores, alltoall 48 KiB: 59 -> 39 us). */
         min = data_conf.many_read_min;
     }
-    if (!min || bytes < min || (max && bytes > max))
+    /* From 3 members, what a member hands the others fits the device's
+     * stage (its blocks for them, or its one block): the device copies it
+     * through the stage, cheaper than reads or the schedules' messages. */
+    size_t staged_bytes = coll == HASHI_DEVICE_ALLTOALL ? bytes * (size_t)(c->size - 1) : bytes;
+    int staged = coll != HASHI_DEVICE_BCAST && c->size > 2 && staged_bytes <= data_conf.blocks_stage_max;
+    if (!staged && (!min || bytes < min || (max && bytes > max)))
         return 0;
     switch (coll) {
     case HASHI_DEVICE_BCAST:
