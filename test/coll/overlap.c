@@ -8,8 +8,9 @@
  * advance inside rank 0's MPI_Test calls). Then blocking Alltoall, Allgather,
  * Allreduce, Reduce and Bcast back to back at the edges of the device's
  * staged paths (dimmnet: what a member stages just fits
- * HASHI_COLL_DEVICE_BLOCKS_STAGE_MAX / _REDUCE_STAGE_MAX, their default
- * 128 KiB, and one int more), on world and on a reversed split,
+ * HASHI_COLL_DEVICE_BLOCKS_STAGE_MAX, 128 KiB, and then
+ * HASHI_COLL_DEVICE_REDUCE_STAGE_MAX, 256 KiB, and one int more), on world
+ * and on a reversed split,
  * new data every round, an Iallreduce on a dup outstanding: a member that
  * rewrote its stage before a slow reader had copied it out would show.
  */
@@ -156,7 +157,7 @@ static void stage_edges_round(MPI_Comm c, int round, long a2a, long ag)
             CHECK(rbuf[p * ag + i] == p * 1000003 - (int)i + round,
                   "round %d: MPI_Allgather of %ld ints, block of %d, element %ld", round, ag, p, i);
     /* Reduce and Allreduce of `ag` ints: the device's staged reductions
-     * (HASHI_COLL_DEVICE_REDUCE_STAGE_MAX, its default 128 KiB) and above. */
+     * (HASHI_COLL_DEVICE_REDUCE_STAGE_MAX, its default 256 KiB) and above. */
     int root = round % n;
     for (long i = 0; i < ag; i++)
         sbuf[i] = r * 3 + (int)i + round;
@@ -188,13 +189,14 @@ static void stage_edges(void)
     MPI_Request pending;
     CHECK_MPI(MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, dup, &pending));
     const long stage_ints = 128 * 1024 / sizeof(int);
-    for (int round = 0; round < 4; round++) {
+    const long reduce_ints = 256 * 1024 / sizeof(int);   /* HASHI_COLL_DEVICE_REDUCE_STAGE_MAX */
+    for (int round = 0; round < 6; round++) {
         MPI_Comm c = round % 2 ? half : MPI_COMM_WORLD;
         int n;
         MPI_Comm_size(c, &n);
         long fit = n > 1 ? stage_ints / (n - 1) : stage_ints;   /* alltoall blocks that just fit */
-        long more = round >= 2;                                 /* then one int more */
-        stage_edges_round(c, round, fit + more, stage_ints + more);
+        long more = round == 2 || round == 3 || round == 5;      /* then one int more */
+        stage_edges_round(c, round, fit + more, (round < 4 ? stage_ints : reduce_ints) + more);
     }
     CHECK_MPI(MPI_Wait(&pending, MPI_STATUS_IGNORE));
     CHECK(out == size * (size - 1) / 2.0, "Iallreduce on the dup across the blocking collectives: %g", out);
