@@ -177,6 +177,22 @@ struct hashi_tl_ops {
      */
     void *(*block_alloc)(int peer, size_t len, int *rc);
     void (*block_kick)(int peer, size_t len);
+    /*
+     * BOTF without the copy, where the network reads the sender's memory
+     * anyway (fabric: fi_sendv of header and payload): the same message as
+     * block_alloc + copy + block_kick, in the same order with the peer's
+     * other traffic, but only the hdr_len header bytes are copied before
+     * returning; payload is read in place until done(arg, status) runs (from
+     * a later progress, as for put). Returns 0, -EAGAIN (no room now, as
+     * block_alloc), -EMSGSIZE, or -ENOTSUP (not to this peer now: copy).
+     * NULL where the copy into the slot is the transfer (emu).
+     * block_sendv_min(peer): the smallest payload for which it pays (below,
+     * block_alloc's copy is cheaper than waiting for the send's
+     * completion); SIZE_MAX when never to this peer.
+     */
+    int (*block_sendv)(int peer, const void *hdr, size_t hdr_len, const void *payload, size_t len,
+                       hashi_tl_done_fn done, void *arg);
+    size_t (*block_sendv_min)(int peer);
 
     /* A notification: value reaches peer's on_notify in order with the
      * blocks. 0, or -EAGAIN. Wakes the peer. */

@@ -228,6 +228,17 @@ int hashi_am_core_set_peer_get(int peer);
 int hashi_am_core_set_peer_eager(int peer, size_t limit);
 
 /*
+ * After hashi_am_core_init: eager messages to world rank peer of at least
+ * min_bytes are handed to the device without HASHI_AM_SEND_BUFFERED (read in
+ * place; the request completes when the device's done runs), and the
+ * blocking send_now declines them (the request path sends them). For a
+ * device whose transport moves such a message from the user's buffer
+ * anyway (DIMMnet over fabric: fi_sendv), saving its copy. 0: never (the
+ * default). 0, or -1 for a bad peer.
+ */
+int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes);
+
+/*
  * Set the core up on top of a device. eager_limit: largest payload sent
  * eagerly (capped by max_send minus the header). Returns 0, or -1 with a
  * message in err.

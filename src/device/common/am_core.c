@@ -196,6 +196,8 @@ struct am_peer {
                                to us flows (0: never; hashi_am_core_set_bidir_pull) */
     uint32_t pulls_in;      /* its AM_PULL_NOW messages that arrived and that we have not read yet */
     size_t eager_limit;     /* largest payload sent to it eagerly (hashi_am_core_set_peer_eager) */
+    size_t in_place_min;    /* eager payloads to it from this size are sent in place (0: never;
+                               hashi_am_core_set_peer_in_place) */
 };
 
 static struct am_core {
@@ -999,11 +1001,20 @@ static void eager_sync_done(void *arg, int status)
     send_progressed(req, WAIT_LOCAL);
 }
 
-/* The flags of an eager send of len bytes: may the device refuse to queue? */
-static inline unsigned eager_flags(size_t len)
+/* Whether an eager message of len bytes to dest goes without the device's
+ * copy (the request completes when the device is done reading the buffer). */
+static inline int eager_in_place(int dest, size_t len)
 {
-    return core.busy_pull_min && len >= core.busy_pull_min ? HASHI_AM_SEND_BUFFERED | HASHI_AM_SEND_NOWAIT
-                                                           : HASHI_AM_SEND_BUFFERED;
+    size_t min = core.peers[dest].in_place_min;
+    return min && len >= min;
+}
+
+/* The flags of an eager send of len bytes to dest: may the device refuse to
+ * queue? must it copy? */
+static inline unsigned eager_flags(int dest, size_t len)
+{
+    unsigned copy = eager_in_place(dest, len) ? 0 : HASHI_AM_SEND_BUFFERED;
+    return core.busy_pull_min && len >= core.busy_pull_min ? copy | HASHI_AM_SEND_NOWAIT : copy;
 }
 
 /*
@@ -1116,7 +1127,7 @@ static int am_isend(struct MPI_ABI_Request *req)
                 if (rc != 1)
                     return rc;
             }
-            unsigned flags = eager_flags(len);
+            unsigned flags = eager_flags(req->dest_world, len);
             int rc = send_eager(req, &h, flags);
             if (rc != -EAGAIN || !(flags & HASHI_AM_SEND_NOWAIT))
                 return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
@@ -1124,7 +1135,7 @@ static int am_isend(struct MPI_ABI_Request *req)
             rc = send_rts(req, &h, PULL_BUSY);
             if (rc != 1)
                 return rc;
-            return send_eager(req, &h, HASHI_AM_SEND_BUFFERED) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+            return send_eager(req, &h, flags & HASHI_AM_SEND_BUFFERED) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
         }
         s->cookie = hashi_cookie_new(&core.cookies, req);
         if (!s->cookie)
@@ -1157,14 +1168,14 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
         return HASHI_DEVICE_P2P_DECLINE;
     if (tag < 0)
         return MPI_ERR_TAG;
-    if (bidir_pull(dest_world, len))
-        return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a pull */
+    if (bidir_pull(dest_world, len) || eager_in_place(dest_world, len))
+        return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a pull, or in place */
     struct am_peer *peer = &core.peers[dest_world];
     struct am_hdr h = {
         .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
         .tag = tag, .seq = peer->send_seq, .size = len,
     };
-    unsigned flags = eager_flags(len);
+    unsigned flags = eager_flags(dest_world, len);
     int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, flags, NULL, NULL);
     if (rc == -EAGAIN && (flags & HASHI_AM_SEND_NOWAIT))
         return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a busy pull */
@@ -1335,6 +1346,14 @@ int hashi_am_core_set_peer_eager(int peer, size_t limit)
     if (peer < 0 || peer >= core.npeers || limit > core.eager_limit)
         return -1;
     core.peers[peer].eager_limit = limit;
+    return 0;
+}
+
+int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes)
+{
+    if (peer < 0 || peer >= core.npeers)
+        return -1;
+    core.peers[peer].in_place_min = min_bytes;
     return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "runtime/log.h"
 #include "runtime/params.h"
 #include "runtime/rt.h"
+#include "transport/fabric/fi_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,6 +108,7 @@ struct dn_peer {
     /* by the peer's transport (dn_connect): peers on emu get the dn-wide values */
     size_t block_payload, block_data; /* core bytes / payload bytes one block to it carries */
     size_t push_min;            /* payloads from this size go by PUSH, not in one block */
+    size_t in_place_min;        /* one-block payloads from this size go in place (block_sendv; SIZE_MAX: never) */
     uint64_t freed_batch, notices_batch; /* credit counts stored there once this many are due */
     /* as a receiver: the words a poll of its flag area reads next (peer_has_news) */
     const uint64_t *notice_next, *bufstat_next;
@@ -302,6 +304,35 @@ static int send_block(int peer, const void *hdr, size_t hdr_len, const void *dat
     return 0;
 }
 
+/* Blocks sent in place (printed with the stats; kept here, not in
+ * dimmnet.h's dn_stats, which the collectives share). */
+static uint64_t dn_in_place_blocks;
+
+/*
+ * A one-block message whose payload the transport sends from the caller's
+ * memory (fabric: fi_sendv), saving send_block's copy; done(arg, status)
+ * runs once the transport has read it. -ENOTSUP: send it by send_block.
+ */
+static int send_block_in_place(int peer, const void *hdr, size_t hdr_len, const void *data, size_t len,
+                               hashi_am_done_fn done, void *arg)
+{
+    unsigned char wire[DN_MSG_HDR_SIZE + HASHI_AM_HDR_MAX];
+    struct dn_hdr h = { .type = DN_MSG, .pgid = dn.pgid };
+    memcpy(wire, &h, DN_MSG_HDR_SIZE);
+    memcpy(wire + DN_MSG_HDR_SIZE, hdr, hdr_len);
+    int rc = hashi_tl(peer)->block_sendv(peer, wire, DN_MSG_HDR_SIZE + hdr_len, data, len, done, arg);
+    if (rc == 0) {
+        hashi_dn_stats.botf++;
+        dn_in_place_blocks++;
+    }
+    return rc;
+}
+
+static inline int in_place(const struct dn_peer *p, size_t len, hashi_am_done_fn done)
+{
+    return done && len >= p->in_place_min;
+}
+
 static int request_area(int peer)
 {
     struct dn_peer *p = &dn.peers[peer];
@@ -401,6 +432,16 @@ static int try_send(int peer, struct dn_op *op)
     size_t total = op->hdr_len + op->len;
     int push = op->len > 0 && op->len >= dn.push_min;
     if (!sp->started && one_block(p, op->hdr_len, op->len)) {
+        if (!op->copy && in_place(p, op->len, op->done)) {
+            int rc = send_block_in_place(peer, op->hdr, op->hdr_len, op->data, op->len, op->done, op->arg);
+            if (rc == 0)
+                op->done = NULL;    /* the transport runs it */
+            if (rc != -ENOTSUP) {
+                if (rc == -EAGAIN)
+                    hashi_dn_stats.ring_waits++;
+                return rc;
+            }
+        }
         int rc = send_block(peer, op->hdr, op->hdr_len, op->data, op->len);
         if (rc == -EAGAIN)
             hashi_dn_stats.ring_waits++;
@@ -473,8 +514,15 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     if (!p->q_head && say_hello(dest) == 0) {
         /* Nothing queued before it: send now. The common case, one BOTF
          * block, needs no op (try_send would do the same after building one). */
-        int rc;
-        if (one_block(p, hdr_len, len)) {
+        int rc = -ENOTSUP;
+        if (!(flags & HASHI_AM_SEND_BUFFERED) && in_place(p, len, done) && one_block(p, hdr_len, len)) {
+            rc = send_block_in_place(dest, hdr, hdr_len, data, len, done, arg);
+            if (rc == 0)
+                return 0;   /* done runs from the transport's progress */
+        }
+        if (rc != -ENOTSUP) {
+            hashi_dn_stats.ring_waits += rc == -EAGAIN;     /* kept below, sent by flush_queues */
+        } else if (one_block(p, hdr_len, len)) {
             rc = send_block(dest, hdr, hdr_len, data, len);
             if (rc == -EAGAIN)
                 hashi_dn_stats.ring_waits++;
@@ -993,25 +1041,28 @@ static uint32_t job_pgid(void)
 #define DN_NET_BLOCK_MAX 65536
 
 /*
- * The eager limit towards peers on fabric: HASHI_DIMMNET_FABRIC_EAGER when
- * set, else the plain one. Over a network provider (tcp) a rendezvous costs
- * RTS, read request, read response and FIN through ofi_rxm, while an eager
- * block is one fi_send that rxm's eager protocol carries (its buffers are
- * sized to our largest block, fabric.c): 2 ranks on tcp, 32 / 64 KiB
- * ping-pong 35 / 46 us by rendezvous against 18-20 / 28-36 eager at 64k.
- * Not the default: rxm's buffers and ours grow with the block (a 4-rank
- * hello over tcp: 280 MB per rank against 83), and on shm, where the
- * rendezvous is one local copy, eager 64 KiB lost latency.
+ * The eager limit towards peers on fabric (HASHI_DIMMNET_FABRIC_EAGER, 64k).
+ * Over a network provider (tcp) a rendezvous costs RTS, read request, read
+ * response and FIN through ofi_rxm, while an eager block is one fi_send that
+ * rxm's eager protocol carries (fabric.c raises its eager limit to our
+ * largest block, not its bounce buffers): 2 ranks on tcp, 32 / 64 KiB
+ * ping-pong 35 / 46 us by rendezvous against 18-20 / 28-36 eager. On shm the
+ * rendezvous is one local copy and eager 64 KiB lost latency, so there, and
+ * when EAGER_MAX or BOTF_MAX is set (tests forcing paths), the plain limit
+ * stays unless this is set too.
  */
 static int64_t fabric_eager(int64_t eager, char *err, size_t errlen)
 {
-    if (!hashi_param_is_set(HASHI_P_DIMMNET_FABRIC_EAGER))
-        return eager;
     int64_t net = hashi_param_int(HASHI_P_DIMMNET_FABRIC_EAGER);
     if (net < 0 || net > DN_NET_BLOCK_MAX) {
         snprintf(err, errlen, "dimmnet: HASHI_DIMMNET_FABRIC_EAGER=%" PRId64 " must be 0 .. 64k (one block)", net);
         return -1;
     }
+    if (hashi_param_is_set(HASHI_P_DIMMNET_FABRIC_EAGER))
+        return net;
+    if (hashi_param_is_set(HASHI_P_DIMMNET_EAGER_MAX) || hashi_param_is_set(HASHI_P_DIMMNET_BOTF_MAX) ||
+        hashi_fi_expect_shm(hashi_job.num_nodes <= 1))
+        return eager;
     return net;
 }
 
@@ -1177,6 +1228,12 @@ static int dn_connect(char *err, size_t errlen)
         p->block_payload = HASHI_AM_LONG_HDR + (net ? dn.net_botf_data : dn.botf_data);
         p->block_data = net ? dn.net_botf_data : dn.botf_data;
         p->push_min = net ? dn.net_push_min : dn.push_min;
+        p->in_place_min = SIZE_MAX;
+        const struct hashi_tl_ops *tl = hashi_tl(r);
+        if (tl && tl->block_sendv && tl->block_sendv_min(r) != SIZE_MAX) {
+            p->in_place_min = tl->block_sendv_min(r);
+            hashi_am_core_set_peer_in_place(r, p->in_place_min);
+        }
         p->freed_batch = net && dn.nbufs > 1 ? dn.nbufs / 2 : 1;
         p->notices_batch = net ? DN_NOTICE_SLOTS / 2 : 1;
         if (net && net_get)
@@ -1221,11 +1278,11 @@ static void print_stats(void)
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
             " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
-            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " staged_bcasts %" PRIu64 "\n",
+            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->staged_bcasts);
+            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, dn_in_place_blocks, s->staged_bcasts);
 }
 
 static void dn_finalize(void)

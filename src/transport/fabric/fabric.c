@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sched.h>
 #include <time.h>
 
@@ -50,11 +51,16 @@ struct fab_blob {
     unsigned char addr[256];
 };
 
-/* A block message buffer: the device writes the payload after the header. */
+/* A block message buffer: the device writes the payload after the header.
+ * A block sent in place (block_sendv) holds only the headers here, and done
+ * runs once the provider is finished with the caller's payload. */
 struct fab_slot {
     struct fab_op op;
     struct fab_slot *next_free;
     size_t wire_len;
+    hashi_tl_done_fn done;
+    void *arg;
+    int status;
     _Alignas(8) unsigned char msg[];
 };
 
@@ -99,6 +105,8 @@ static struct {
      * (dimmnet's queue flush follows the progress pass that read it) skips
      * its own read once and retries from the next pass. */
     int cq_seen_empty;
+    struct fab_queue sent;          /* slots of blocks sent in place whose done is to run */
+    size_t sendv_min;               /* HASHI_FABRIC_SENDV_MIN, SIZE_MAX: never */
     struct fab_rbuf *busy;          /* a handler is reading a message in this buffer */
     int busy_released;              /* ... which the provider handed back meanwhile */
     struct fab_mem *bell_mem;
@@ -159,8 +167,21 @@ static struct fab_slot *slot_get(void)
 
 static void slot_put(struct fab_slot *s)
 {
+    s->done = NULL;
     s->next_free = res.free_slots;
     res.free_slots = s;
+}
+
+/* A slot's send completed: free it, or (sent in place) leave its done to
+ * progress, which reports it outside the completion loop like an RMA's. */
+static void send_complete(struct fab_slot *s, int status)
+{
+    if (!s->done) {
+        slot_put(s);
+        return;
+    }
+    s->status = status;
+    fab_queue_push(&res.sent, &s->op);
 }
 
 /* ------------------------------------------------------------ arrivals */
@@ -496,7 +517,7 @@ static void completion(const struct fi_cq_data_entry *e, int handle)
         break;
     }
     case FAB_OP_SEND:
-        slot_put((struct fab_slot *)op);
+        send_complete((struct fab_slot *)op, 0);
         break;
     case FAB_OP_RMA:
         fab_rma_complete((struct fab_rma *)op, 0);
@@ -522,7 +543,7 @@ static void error_completion(const struct fi_cq_err_entry *e)
         break;
     case FAB_OP_SEND:
         hashi_log("fabric transport: a block message to rank %d failed: %s", op->peer, fi_strerror(err));
-        slot_put((struct fab_slot *)op);
+        send_complete((struct fab_slot *)op, -EIO);
         break;
     case FAB_OP_RMA:
         hashi_log("fabric transport: %s with rank %d failed: %s",
@@ -837,6 +858,26 @@ static int fab_tiny(int peer, uint64_t offset, uint64_t value, unsigned size)
     return fab_tiny_write(peer, offset, value, size);
 }
 
+/* A slot and a credit for a block to peer, or NULL (-EAGAIN: retry after progress). */
+static struct fab_slot *block_slot(int peer)
+{
+    if (fab.peers[peer].credits <= 0) {
+        /* The peer has not consumed our earlier messages yet: look for
+         * credits once, unless the last read found the CQ empty (a
+         * streaming sender's queue flush comes right after its progress
+         * pass read it: a second poll(2) on tcp would find nothing). */
+        if (res.cq_seen_empty) {
+            res.cq_seen_empty = 0;
+        } else {
+            poll_cq(0);
+            flush_owed();
+        }
+    }
+    if (!res.free_slots || credit_take(peer, 0) != 0)
+        return NULL;
+    return slot_get();
+}
+
 static void *fab_block_alloc(int peer, size_t len, int *rc)
 {
     if (!fab_peer_ok(peer) || len > fab.block_max) {
@@ -845,23 +886,10 @@ static void *fab_block_alloc(int peer, size_t len, int *rc)
     }
     struct fab_peer *p = &fab.peers[peer];
     if (!p->open) {
-        if (p->credits <= 0) {
-            /* The peer has not consumed our earlier messages yet: look for
-             * credits once, unless the last read found the CQ empty (a
-             * streaming sender's queue flush comes right after its progress
-             * pass read it: a second poll(2) on tcp would find nothing). */
-            if (res.cq_seen_empty) {
-                res.cq_seen_empty = 0;
-            } else {
-                poll_cq(0);
-                flush_owed();
-            }
-        }
-        if (!res.free_slots || credit_take(peer, 0) != 0) {
+        if (!(p->open = block_slot(peer))) {
             *rc = -EAGAIN;
             return NULL;
         }
-        p->open = slot_get();
     }
     *rc = 0;
     return p->open->msg + sizeof(struct fab_hdr);
@@ -879,6 +907,62 @@ static void fab_block_kick(int peer, size_t len)
     s->op.peer = peer;
     slot_pad(s, len);
     send_slot(s);
+}
+
+/*
+ * A block whose payload the provider reads in place: the headers (ours and
+ * the caller's) in a slot, the payload from the caller's memory, one
+ * fi_tsendv / fi_sendv; padded to 8 bytes like a slot's message. The slot
+ * stays with the provider until the send completes (rxm over tcp may keep
+ * both iovs queued while the socket is full), then progress runs done.
+ */
+static int fab_block_sendv(int peer, const void *hdr, size_t hdr_len, const void *payload, size_t len,
+                           hashi_tl_done_fn done, void *arg)
+{
+    if (!fab_peer_ok(peer))
+        return -EINVAL;
+    if (hdr_len + len > fab.block_max)
+        return -EMSGSIZE;
+    if (len < res.sendv_min || fab.peers[peer].open)
+        return -ENOTSUP;
+    struct fab_slot *s = block_slot(peer);
+    if (!s)
+        return -EAGAIN;
+    struct fab_hdr h = fab_hdr_make(peer, FAB_MSG_BLOCK, hdr_len + len);
+    memcpy(s->msg, &h, sizeof h);
+    memcpy(s->msg + sizeof h, hdr, hdr_len);
+    s->op.kind = FAB_OP_SEND;
+    s->op.peer = peer;
+    s->done = done;
+    s->arg = arg;
+    static const unsigned char zeros[8];
+    struct iovec iov[3] = { { s->msg, sizeof h + hdr_len }, { (void *)payload, len },
+                            { (void *)zeros, (8 - (hdr_len + len) % 8) % 8 } };
+    size_t count = iov[2].iov_len ? 3 : 2;
+    fi_addr_t to = fab.peers[peer].addr;
+    unsigned spins = 0;
+    ssize_t rc;
+    for (;;) {
+        rc = res.tagged ? fi_tsendv(fab.ep, iov, NULL, count, to, 0, &s->op.ctx)
+                        : fi_sendv(fab.ep, iov, NULL, count, to, &s->op.ctx);
+        if (rc != -FI_EAGAIN)
+            break;
+        backoff(peer, &spins);
+    }
+    if (rc) {
+        hashi_log("fabric transport: a message to rank %d was lost: %s", peer, fi_strerror((int)-rc));
+        hdr_credits_lost(peer, s->msg);
+        slot_put(s);
+        return -EIO;
+    }
+    hashi_wake_peer(peer);
+    return 0;
+}
+
+static size_t fab_block_sendv_min(int peer)
+{
+    (void)peer;
+    return res.sendv_min;
 }
 
 static int fab_notify(int peer, uint64_t value)
@@ -904,6 +988,15 @@ static __attribute__((noinline)) int progress_queues(void)
         fab_rma_finish((struct fab_rma *)op);
         events++;
     }
+    while ((op = queue_pop(&res.sent))) {
+        struct fab_slot *s = (struct fab_slot *)op;
+        hashi_tl_done_fn done = s->done;
+        void *arg = s->arg;
+        int status = s->status;
+        slot_put(s);
+        done(arg, status);
+        events++;
+    }
     return events;
 }
 
@@ -915,7 +1008,7 @@ static int fab_progress(void)
      * other work when nothing of ours waits (the provider's progress inside
      * fi_cq_read, a poll(2) on tcp, is the cost that remains). */
     if (__builtin_expect(!res.parked && res.batch_next == res.batch_len && !fab.owed_count && !fab.pending.head &&
-                         !res.rx_pending.head && !fab.done.head, 1)) {
+                         !res.rx_pending.head && !fab.done.head && !res.sent.head, 1)) {
         ssize_t n = cq_read();
         if (__builtin_expect(n == -FI_EAGAIN, 1))
             return 0;
@@ -1172,6 +1265,64 @@ static int make_slots(char *err, size_t errlen)
     return 0;
 }
 
+/* A boolean libfabric setting turned off in the environment. */
+static int fi_env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 || strcasecmp(v, "false") == 0 ||
+                 strcasecmp(v, "off") == 0);
+}
+
+/*
+ * ofi_rxm carries a message eagerly only up to its eager limit; above it by
+ * SAR or rendezvous, which a later write could overtake: every block must be
+ * within it. The limit defaults to rxm's bounce-buffer size
+ * (FI_OFI_RXM_BUFFER_SIZE, 16 KiB), and raising that costs dearly: rxm keeps
+ * 4 pools of 1024 such buffers, resident from fi_endpoint on (66 KiB
+ * buffers: a 4-rank hello held 280 MB per rank against 83). Over tcp rxm
+ * sends an eager message straight from our slot (direct send) and tcp reads
+ * it straight into our posted receive (dynamic receive buffers), so raising
+ * FI_OFI_RXM_EAGER_LIMIT alone is enough: the bounce buffers stay 16 KiB.
+ * Where the user turned either feature off, names a core provider other
+ * than tcp (verbs needs the limit equal to the buffer size), or asks to
+ * inject blocks above 16000 bytes (rxm injects through a bounce buffer), the
+ * bounce buffers must hold a block: the buffer size is raised as before.
+ * Read when libfabric initialises its providers; the user's settings win.
+ * 1 when it raised the eager limit itself (rxm_check_eager_limit), else 0.
+ */
+static int rxm_keep_blocks_eager(void)
+{
+    if (fab.max_msg <= 16000)
+        return 0;
+    char v[32];
+    snprintf(v, sizeof v, "%zu", fab.max_msg + 512);
+    const char *prov = getenv("FI_PROVIDER");
+    size_t inject = (size_t)hashi_param_int(HASHI_P_FABRIC_INJECT);
+    int direct = !fi_env_off("FI_OFI_RXM_ENABLE_DIRECT_SEND") && !fi_env_off("FI_OFI_RXM_ENABLE_DYN_RBUF") &&
+                 !getenv("FI_OFI_RXM_BUFFER_SIZE") && (!prov || strstr(prov, "tcp")) && inject <= 16000;
+    const char *var = direct ? "FI_OFI_RXM_EAGER_LIMIT" : "FI_OFI_RXM_BUFFER_SIZE";
+    int ours = !getenv(var);
+    setenv(var, v, 0);
+    return direct && ours;
+}
+
+/*
+ * With FI_PROVIDER unset, the provider chosen may turn out to be ofi_rxm
+ * over another core than tcp (verbs), whose eager messages go through
+ * bounce buffers of the 16 KiB we left them: refuse, naming the fix, rather
+ * than have rxm copy a block past one.
+ */
+static int rxm_check_eager_limit(int raised_limit, char *err, size_t errlen)
+{
+    const char *prov = fab.info->fabric_attr->prov_name;
+    if (!raised_limit || !prov || !strstr(prov, "ofi_rxm") || strstr(prov, "tcp"))
+        return 0;
+    snprintf(err, errlen, "fabric transport: provider %s carries blocks of %zu bytes eagerly only with bounce "
+             "buffers that big: set FI_OFI_RXM_BUFFER_SIZE=%zu, or HASHI_DIMMNET_FABRIC_EAGER=16k", prov,
+             fab.max_msg, fab.max_msg + 512);
+    return -1;
+}
+
 static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
 {
     memset(&fab, 0, sizeof fab);
@@ -1202,15 +1353,9 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "fabric transport: HASHI_FABRIC_MAX_RMA=%lld is too small (at least 4k)", (long long)max_rma);
         return -1;
     }
-    /* ofi_rxm sends messages above its buffer size (16 KiB) by rendezvous,
-     * which a later write could overtake: keep every block eager. Read when
-     * libfabric initialises its providers; the user's setting wins. */
-    if (fab.max_msg > 16000) {
-        char v[32];
-        snprintf(v, sizeof v, "%zu", fab.max_msg + 512);
-        setenv("FI_OFI_RXM_BUFFER_SIZE", v, 0);
-    }
-    if (get_info(err, errlen) != 0 || check_provider(err, errlen) != 0)
+    int raised_limit = rxm_keep_blocks_eager();
+    if (get_info(err, errlen) != 0 || check_provider(err, errlen) != 0 ||
+        rxm_check_eager_limit(raised_limit, err, errlen) != 0)
         return -1;
     struct fi_info *info = fab.info;
     fab.inject_size = info->tx_attr->inject_size;
@@ -1222,6 +1367,11 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     fab.next_key = 1;
     size_t rma_cap = info->ep_attr->max_msg_size ? info->ep_attr->max_msg_size : (size_t)max_rma;
     fab.max_rma = (size_t)max_rma < rma_cap ? (size_t)max_rma : rma_cap;
+    /* In place: header, payload and padding as three iovs; rxm passes them
+     * on with its own header in front, and copies into its bounce buffer
+     * (too small for a big block) unless the core takes them all. */
+    size_t sendv_min = (size_t)hashi_param_int(HASHI_P_FABRIC_SENDV_MIN);
+    res.sendv_min = sendv_min && !fab.mr_local && info->tx_attr->iov_limit >= 4 ? sendv_min : SIZE_MAX;
 
     if (hashi_fi_is_shm(info) && info->addr_format == FI_ADDR_STR &&
         hashi_fi_name_shm_endpoint(info, "fab", err, errlen) != 0)
@@ -1392,6 +1542,8 @@ const struct hashi_tl_ops hashi_tl_fabric_ops = {
     .tiny_write = fab_tiny,
     .block_alloc = fab_block_alloc,
     .block_kick = fab_block_kick,
+    .block_sendv = fab_block_sendv,
+    .block_sendv_min = fab_block_sendv_min,
     .notify = fab_notify,
     .put = fab_put,
     .get = fab_get,

@@ -17,6 +17,14 @@ int hashi_fi_is_shm(const struct fi_info *info)
     return strcmp(info->fabric_attr->prov_name, "shm") == 0;
 }
 
+int hashi_fi_expect_shm(int peers_all_local)
+{
+    const char *prov = getenv("FI_PROVIDER");
+    if (!prov)
+        return peers_all_local;
+    return strncmp(prov, "shm", 3) == 0 && (prov[3] == '\0' || prov[3] == ',' || prov[3] == ';');
+}
+
 struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local)
 {
     if (getenv("FI_PROVIDER"))

@@ -29,6 +29,14 @@ static inline void hashi_fi_close(struct fid *fid)
 struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local);
 
 /*
+ * Whether hashi_fi_choose will take shm, told before fi_getinfo (a device
+ * sizes its messages before the transport opens libfabric): FI_PROVIDER
+ * names shm first, or is unset and every peer shares the node. No libfabric
+ * call.
+ */
+int hashi_fi_expect_shm(int peers_all_local);
+
+/*
  * The one line a user sees when no provider offers what `who` needs
  * (rc: fi_getinfo's result): names FI_PROVIDER if set and points at
  * `fi_info -l`.
