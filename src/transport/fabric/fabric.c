@@ -756,6 +756,15 @@ static void slot_pad(struct fab_slot *s, size_t len)
     s->wire_len = sizeof(struct fab_hdr) + padded;
 }
 
+/* A slot's message the provider refused: its credits back, the slot free. */
+static int slot_lost(struct fab_slot *s, ssize_t rc)
+{
+    hashi_log("fabric transport: a message to rank %d was lost: %s", s->op.peer, fi_strerror((int)-rc));
+    hdr_credits_lost(s->op.peer, s->msg);
+    slot_put(s);
+    return -EIO;
+}
+
 /* A slot's message: injected if it fits, else fi_send (the slot returns on completion). */
 static int send_slot(struct fab_slot *s)
 {
@@ -775,14 +784,10 @@ static int send_slot(struct fab_slot *s)
             break;
         backoff(peer, &spins);
     }
-    if (rc) {
-        hashi_log("fabric transport: a message to rank %d was lost: %s", peer, fi_strerror((int)-rc));
-        hdr_credits_lost(peer, s->msg);
-    }
-    if (rc || inject)
-        slot_put(s);
     if (rc)
-        return -EIO;
+        return slot_lost(s, rc);
+    if (inject)
+        slot_put(s);
     hashi_wake_peer(peer);
     return 0;
 }
@@ -949,12 +954,8 @@ static int fab_block_sendv(int peer, const void *hdr, size_t hdr_len, const void
             break;
         backoff(peer, &spins);
     }
-    if (rc) {
-        hashi_log("fabric transport: a message to rank %d was lost: %s", peer, fi_strerror((int)-rc));
-        hdr_credits_lost(peer, s->msg);
-        slot_put(s);
-        return -EIO;
-    }
+    if (rc)
+        return slot_lost(s, rc);
     hashi_wake_peer(peer);
     return 0;
 }
