@@ -304,10 +304,6 @@ static int send_block(int peer, const void *hdr, size_t hdr_len, const void *dat
     return 0;
 }
 
-/* Blocks sent in place (printed with the stats; kept here, not in
- * dimmnet.h's dn_stats, which the collectives share). */
-static uint64_t dn_in_place_blocks;
-
 /*
  * A one-block message whose payload the transport sends from the caller's
  * memory (fabric: fi_sendv), saving send_block's copy; done(arg, status)
@@ -323,7 +319,7 @@ static int send_block_in_place(int peer, const void *hdr, size_t hdr_len, const 
     int rc = hashi_tl(peer)->block_sendv(peer, wire, DN_MSG_HDR_SIZE + hdr_len, data, len, done, arg);
     if (rc == 0) {
         hashi_dn_stats.botf++;
-        dn_in_place_blocks++;
+        hashi_dn_stats.in_place++;
     }
     return rc;
 }
@@ -1203,6 +1199,13 @@ static int dn_init(char *err, size_t errlen)
     return 0;
 }
 
+/* An eager limit as the core applies it: at most its own (the largest,
+ * capped by the receive buffers: hashi_am_core_init). */
+static size_t core_capped(size_t eager)
+{
+    return eager < hashi_am_p2p_ops.eager_limit ? eager : hashi_am_p2p_ops.eager_limit;
+}
+
 static int dn_connect(char *err, size_t errlen)
 {
     if (hashi_transport_connect(err, errlen) != 0)
@@ -1228,18 +1231,15 @@ static int dn_connect(char *err, size_t errlen)
         p->block_payload = HASHI_AM_LONG_HDR + (net ? dn.net_botf_data : dn.botf_data);
         p->block_data = net ? dn.net_botf_data : dn.botf_data;
         p->push_min = net ? dn.net_push_min : dn.push_min;
-        p->in_place_min = SIZE_MAX;
         const struct hashi_tl_ops *tl = hashi_tl(r);
-        if (tl && tl->block_sendv && tl->block_sendv_min(r) != SIZE_MAX) {
-            p->in_place_min = tl->block_sendv_min(r);
+        p->in_place_min = tl && tl->block_sendv ? tl->block_sendv_min(r) : SIZE_MAX;
+        if (p->in_place_min != SIZE_MAX)
             hashi_am_core_set_peer_in_place(r, p->in_place_min);
-        }
         p->freed_batch = net && dn.nbufs > 1 ? dn.nbufs / 2 : 1;
         p->notices_batch = net ? DN_NOTICE_SLOTS / 2 : 1;
         if (net && net_get)
             hashi_am_core_set_peer_get(r);
-        size_t eager = net ? dn.net_eager : dn.eager;
-        hashi_am_core_set_peer_eager(r, eager < hashi_am_p2p_ops.eager_limit ? eager : hashi_am_p2p_ops.eager_limit);
+        hashi_am_core_set_peer_eager(r, core_capped(net ? dn.net_eager : dn.eager));
         if (!net)   /* a read is one local copy (CMA) only on emu */
             hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
     }
@@ -1263,9 +1263,7 @@ static int dn_connect(char *err, size_t errlen)
     HASHI_DEBUG(1, "dimmnet: BOTF blocks of %zu bytes (%zu of payload), %u receive buffers of %zu bytes per sender, "
                 "eager up to %zu bytes (%zu to peers on fabric), PUSH from %zu bytes, process group %#" PRIx32,
                 dn.block_max, dn.botf_data, dn.nbufs, dn.buf_size,
-                dn.eager < hashi_am_p2p_ops.eager_limit ? dn.eager : hashi_am_p2p_ops.eager_limit,
-                dn.net_eager < hashi_am_p2p_ops.eager_limit ? dn.net_eager : hashi_am_p2p_ops.eager_limit, dn.push_min,
-                dn.pgid);
+                core_capped(dn.eager), core_capped(dn.net_eager), dn.push_min, dn.pgid);
     return 0;
 }
 
@@ -1282,7 +1280,7 @@ static void print_stats(void)
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, dn_in_place_blocks, s->staged_bcasts);
+            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts);
 }
 
 static void dn_finalize(void)
