@@ -18,6 +18,7 @@ struct hashi_job {
     int universe_size;
     int singleton;              /* started without a launcher */
     int oversubscribed;         /* more ranks on this node than cores they may use */
+    int host_cpus;              /* CPUs the ranks on this machine may use (their cpusets' union; 0: unknown) */
     uint64_t key;               /* job key: checked when attaching shared resources */
     char hostname[256];
     char job_dir[4096];         /* private 0700 directory removed by the launcher ("" if none) */

@@ -82,11 +82,6 @@ static void bind_round_robin(const cpu_set_t *all, int same_sets)
 
 void hashi_topo_decide(void)
 {
-    const char *mode = hashi_param_str(HASHI_P_OVERSUBSCRIBED);
-    if (strcmp(mode, "yes") == 0 || strcmp(mode, "no") == 0) {
-        hashi_job.oversubscribed = strcmp(mode, "yes") == 0;
-        return;
-    }
     cpu_set_t all;
     CPU_ZERO(&all);
     int same_sets = 1, first = 1;
@@ -106,6 +101,12 @@ void hashi_topo_decide(void)
         free(data);
     }
     int cpus = CPU_COUNT(&all);
+    hashi_job.host_cpus = cpus;
+    const char *mode = hashi_param_str(HASHI_P_OVERSUBSCRIBED);
+    if (strcmp(mode, "yes") == 0 || strcmp(mode, "no") == 0) {
+        hashi_job.oversubscribed = strcmp(mode, "yes") == 0;
+        return;
+    }
     hashi_job.oversubscribed = cpus > 0 && hashi_job.host_local_size > cpus;
     HASHI_DEBUG(1, "%d local ranks share %d cpus: %soversubscribed", hashi_job.host_local_size, cpus,
                 hashi_job.oversubscribed ? "" : "not ");

@@ -58,7 +58,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* What this rank knows of one peer on the node. */
 struct coll_peer {
@@ -94,7 +93,6 @@ static struct {
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
     int *sources;          /* struct sources */
-    long cpus;             /* online (crowded()) */
     size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
     /* The staged broadcast: our stage (transport.h), the largest broadcast
      * staged (0: none), and the readers of our last one with their pair
@@ -789,12 +787,12 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     return rc;
 }
 
-/* Whether n members of a communicator put more than two on each core this
- * machine has online (a local choice: the order of one's own reads needs
+/* Whether n members of a communicator put more than two on each CPU the
+ * node's ranks may use (a local choice: the order of one's own reads needs
  * no agreement). */
 static int crowded(int n)
 {
-    return co.cpus > 0 && n > 2 * co.cpus;
+    return hashi_job.host_cpus > 0 && n > 2 * hashi_job.host_cpus;
 }
 
 /* The members a collective still reads from (comm ranks), in the order we
@@ -1333,7 +1331,6 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     for (int r = 0; r < n; r++)
         co.local_index[r] = r == hashi_job.rank || hashi_job.peer_is_local[r] ? local++ : -1;
     co.my_index = co.local_index[hashi_job.rank];
-    co.cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int64_t max_ranks = hashi_param_int(HASHI_P_DIMMNET_COLL_RANKS);
     co.max_ranks = max_ranks < 0 ? 0 : max_ranks > n ? n : (int)max_ranks;
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
