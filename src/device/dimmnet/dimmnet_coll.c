@@ -710,6 +710,22 @@ static int stage_publish(int i)
     return post(w, co.seq[i], NULL, 0);
 }
 
+/* Member i's stage once its flag for co.seq[i] has arrived (its content
+ * is ours to read until stage_release). */
+static const unsigned char *stage_await(int i)
+{
+    int w = co.member[i];
+    wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+    size_t size;
+    return hashi_tl(w)->stage(w, &size);
+}
+
+/* We are done with member i's stage: the acknowledgement its stage_claim waits for. */
+static int stage_release(int i)
+{
+    return store(co.member[i], area_off(co.my_index), co.seq[i]);
+}
+
 /*
  * From 3 members, up to HASHI_COLL_DEVICE_BCAST_STAGE_MAX bytes, every
  * member on emu: the root copies the data into its stage and raises each
@@ -727,14 +743,10 @@ static int bcast_staged(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *
 {
     int n = c->size, rc = MPI_SUCCESS;
     if (c->rank != root) {
-        int w = co.member[root];
-        uint64_t seq = ++co.peer[w].seq;
-        wait_arrivals(&w, &seq, 1, -1);
-        size_t size;
-        const unsigned char *stage = hashi_tl(w)->stage(w, &size);
-        memcpy(buf, stage, bytes);
+        co.seq[root] = ++co.peer[co.member[root]].seq;
+        memcpy(buf, stage_await(root), bytes);
         hashi_dn_stats.staged_bcasts++;
-        return store(w, area_off(co.my_index), seq);
+        return stage_release(root);
     }
     stage_claim();
     memcpy(co.stage, buf, bytes);
@@ -904,12 +916,9 @@ static int blocks_staged(const unsigned char *sendbuf, unsigned char *recvbuf, s
     struct sources src;
     sources_init(&src, c, 0);
     while (src.n > 0 && rc == MPI_SUCCESS) {
-        int i = next_source(&src), w = co.member[i];
-        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);   /* arrived: learns what it proves */
-        size_t size;
-        const unsigned char *stage = hashi_tl(w)->stage(w, &size);
-        memcpy(recvbuf + (size_t)i * blk, stage + (size_t)((me - i + n) % n - 1) * each, blk);
-        rc = store(w, area_off(co.my_index), co.seq[i]);
+        int i = next_source(&src);
+        memcpy(recvbuf + (size_t)i * blk, stage_await(i) + (size_t)((me - i + n) % n - 1) * each, blk);
+        rc = stage_release(i);
     }
     return rc;
 }
@@ -1020,7 +1029,7 @@ static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t c
                          hashi_op_kernel_fn fn, int root, struct MPI_ABI_Comm *c)
 {
     int n = c->size, me = c->rank, all = root < 0, rc = MPI_SUCCESS;
-    size_t first, len, size;
+    size_t first, len;
     stage_claim();
     memcpy(co.stage, mine, count * elem);
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++)
@@ -1028,10 +1037,9 @@ static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t c
     segment(count, n, me, &first, &len);
     unsigned char *acc = co.stage + first * elem;
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me - k + n) % n, w = co.member[i];
-        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-        fn((const unsigned char *)hashi_tl(w)->stage(w, &size) + first * elem, acc, len);
-        rc = store(w, area_off(co.my_index), co.seq[i]);
+        int i = (me - k + n) % n;
+        fn(stage_await(i) + first * elem, acc, len);
+        rc = stage_release(i);
     }
     if (rc != MPI_SUCCESS)
         return rc;
@@ -1047,11 +1055,10 @@ static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t c
     struct sources src;
     sources_init(&src, c, 0);
     while (src.n > 0 && rc == MPI_SUCCESS) {
-        int i = next_source(&src), w = co.member[i];
-        wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+        int i = next_source(&src);
         segment(count, n, i, &first, &len);
-        memcpy(out + first * elem, (const unsigned char *)hashi_tl(w)->stage(w, &size) + first * elem, len * elem);
-        rc = store(w, area_off(co.my_index), co.seq[i]);
+        memcpy(out + first * elem, stage_await(i) + first * elem, len * elem);
+        rc = stage_release(i);
     }
     return rc;
 }
