@@ -28,21 +28,39 @@ static int real_rank(int vr, int root, int n)
     return (vr + root) % n;
 }
 
-static int bcast_binomial(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
-                          const struct MPI_ABI_Comm *c)
+/* A rank's links in the binomial tree rooted at root (real ranks): its
+ * parent (-1 at the root) and its children, larger subtrees first. */
+struct binomial_links {
+    int parent, nchildren;
+    int children[8 * sizeof(int)];
+};
+
+static void binomial_links(const struct MPI_ABI_Comm *c, int root, struct binomial_links *l)
 {
-    int n = c->size, vr = (c->rank - root + n) % n, mask = 1, rc = MPI_SUCCESS;
+    int n = c->size, vr = (c->rank - root + n) % n, mask = 1;
+    l->parent = -1;
+    l->nchildren = 0;
     for (; mask < n; mask <<= 1) {
         if (vr & mask) {
-            rc = hashi_sched_recv(s, buf, count, type, real_rank(vr - mask, root, n));
-            if (rc == MPI_SUCCESS)
-                rc = hashi_sched_fence(s);
+            l->parent = real_rank(vr - mask, root, n);
             break;
         }
     }
-    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1)
+    for (mask >>= 1; mask > 0; mask >>= 1)
         if (vr + mask < n)
-            rc = hashi_sched_send(s, buf, count, type, real_rank(vr + mask, root, n));
+            l->children[l->nchildren++] = real_rank(vr + mask, root, n);
+}
+
+static int bcast_binomial(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type, int root,
+                          const struct MPI_ABI_Comm *c)
+{
+    struct binomial_links l;
+    binomial_links(c, root, &l);
+    int rc = MPI_SUCCESS;
+    if (l.parent >= 0 && (rc = hashi_sched_recv(s, buf, count, type, l.parent)) == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    for (int k = 0; k < l.nchildren && rc == MPI_SUCCESS; k++)
+        rc = hashi_sched_send(s, buf, count, type, l.children[k]);
     return rc;
 }
 
@@ -56,27 +74,22 @@ static int bcast_binomial(struct hashi_sched *s, void *buf, MPI_Count count, MPI
  */
 static int bcast_binomial_now(void *buf, MPI_Count count, MPI_Datatype type, int root, struct MPI_ABI_Comm *c)
 {
-    int n = c->size, vr = (c->rank - root + n) % n, mask = 1, rc = MPI_SUCCESS;
-    int tag = hashi_coll_next_tag(c);
+    struct binomial_links l;
+    binomial_links(c, root, &l);
+    int rc = MPI_SUCCESS, tag = hashi_coll_next_tag(c);
     uint32_t ctx = hashi_comm_coll_context(c);
-    for (; mask < n; mask <<= 1) {
-        if (vr & mask) {
-            struct MPI_ABI_Request *r;
-            rc = hashi_irecv_internal(buf, count, type, real_rank(vr - mask, root, n), tag, c, ctx, &r);
-            if (rc == MPI_SUCCESS)
-                rc = hashi_wait_internal(r, NULL);
-            break;
-        }
+    if (l.parent >= 0) {
+        struct MPI_ABI_Request *r;
+        rc = hashi_irecv_internal(buf, count, type, l.parent, tag, c, ctx, &r);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_wait_internal(r, NULL);
     }
     struct MPI_ABI_Request *sends[8 * sizeof(int)];
     int nsends = 0;
-    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-        if (vr + mask < n) {
-            rc = hashi_isend_now_internal(buf, count, type, real_rank(vr + mask, root, n), tag, c, ctx,
-                                          &sends[nsends]);
-            if (sends[nsends])
-                nsends++;
-        }
+    for (int k = 0; k < l.nchildren && rc == MPI_SUCCESS; k++) {
+        rc = hashi_isend_now_internal(buf, count, type, l.children[k], tag, c, ctx, &sends[nsends]);
+        if (sends[nsends])
+            nsends++;
     }
     int wait_rc = nsends ? hashi_waitall_internal(nsends, sends) : MPI_SUCCESS;
     return rc != MPI_SUCCESS ? rc : wait_rc;
