@@ -121,14 +121,7 @@ static int split_virtual_nodes(char *err, size_t errlen)
     if (k > hashi_job.size)
         k = hashi_job.size;
     /* Block distribution: node i holds ranks [i * size / k, (i + 1) * size / k). */
-    int n = hashi_job.size, nodes = (int)k, my_node = 0;
-    while ((int64_t)(my_node + 1) * n / nodes <= hashi_job.rank)
-        my_node++;
-    int first = (int)((int64_t)my_node * n / nodes), end = (int)((int64_t)(my_node + 1) * n / nodes);
-    for (int r = 0; r < n; r++)
-        hashi_job.peer_is_local[r] = r >= first && r < end;
-    hashi_job.node_id = my_node;
-    hashi_job.num_nodes = nodes;
+    int n = hashi_job.size, nodes = (int)k;
     hashi_job.node_of_rank = malloc((size_t)n * sizeof *hashi_job.node_of_rank);
     if (!hashi_job.node_of_rank) {
         snprintf(err, errlen, "out of memory");
@@ -139,6 +132,12 @@ static int split_virtual_nodes(char *err, size_t errlen)
             node++;
         hashi_job.node_of_rank[r] = node;
     }
+    int my_node = hashi_job.node_of_rank[hashi_job.rank];
+    int first = (int)((int64_t)my_node * n / nodes), end = (int)((int64_t)(my_node + 1) * n / nodes);
+    for (int r = 0; r < n; r++)
+        hashi_job.peer_is_local[r] = hashi_job.node_of_rank[r] == my_node;
+    hashi_job.node_id = my_node;
+    hashi_job.num_nodes = nodes;
     hashi_job.local_size = end - first;
     hashi_job.local_rank = hashi_job.rank - first;
     return 0;
