@@ -29,6 +29,7 @@
 #include "runtime/copy.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
+#include "runtime/pvar.h"
 #include "runtime/rt.h"
 #include "transport/fabric/fi_util.h"
 
@@ -1072,6 +1073,35 @@ static int all_peers_on_emu(void)
     return 1;
 }
 
+/* The counters as MPI_T performance variables (runtime/pvar.h, src/mpi/mpit.c). */
+#define DN_PVAR(field, what) { "dimmnet_" #field, "hashi_dimmnet", what, &hashi_dn_stats.field }
+static const struct hashi_pvar dn_pvars[] = {
+    DN_PVAR(aotf, "AOTF tiny stores into peers' LLCM"),
+    DN_PVAR(botf, "BOTF block sends (one whole core message each)"),
+    DN_PVAR(botf_packets, "BOTF packets of messages cut into a receive buffer"),
+    DN_PVAR(push, "PUSH transfers into peers' receive buffers"),
+    DN_PVAR(put, "rendezvous PUSHes into a matched receive"),
+    DN_PVAR(pull, "rendezvous PULLs from a sender's buffer"),
+    DN_PVAR(area_requests, "receive areas asked of peers (first medium message to each)"),
+    DN_PVAR(credit_waits, "sends that waited for a peer's receive-buffer credit"),
+    DN_PVAR(ring_waits, "sends that waited for room in a peer's ring"),
+    DN_PVAR(notices_in, "AOTF notices (ACK, FIN, PUT_DONE) received"),
+    DN_PVAR(blocks_in, "blocks received"),
+    DN_PVAR(barriers, "barriers on LLCM flags"),
+    DN_PVAR(counter_barriers, "of those, barriers on an LLCM counter"),
+    DN_PVAR(coll_bcasts, "broadcasts on LLCM slots or the root's stage"),
+    DN_PVAR(coll_allreduces, "reductions on LLCM slots or by reads"),
+    DN_PVAR(coll_alltoalls, "all-to-alls on LLCM slots, stages or reads"),
+    DN_PVAR(coll_allgathers, "allgathers on LLCM slots, stages or reads"),
+    DN_PVAR(coll_slot_waits, "LLCM collectives that waited for a peer to free a slot"),
+    DN_PVAR(in_place, "block sends made from the caller's memory (fabric sendv)"),
+};
+#undef DN_PVAR
+static const struct hashi_pvar am_pvars[] = {
+    { "am_busy_pulls", "hashi_am", "sends read by their receiver from the sender's buffer (ring full)", &hashi_am_busy_pulls },
+    { "am_bidir_pulls", "hashi_am", "sends read by their receiver while both ranks send to each other", &hashi_am_bidir_pulls },
+};
+
 static int dn_init(char *err, size_t errlen)
 {
     memset(&dn, 0, sizeof dn);
@@ -1135,6 +1165,11 @@ static int dn_init(char *err, size_t errlen)
     size_t net_block_max = (DN_HDR_SIZE + HASHI_AM_LONG_HDR + dn.net_botf_data + 7) & ~(size_t)7;
     dn.pgid = job_pgid();
     dn.print_stats = (int)hashi_param_int(HASHI_P_DIMMNET_STATS);
+    if (hashi_pvar_register(dn_pvars, (int)(sizeof dn_pvars / sizeof dn_pvars[0])) != 0 ||
+        hashi_pvar_register(am_pvars, (int)(sizeof am_pvars / sizeof am_pvars[0])) != 0) {
+        snprintf(err, errlen, "dimmnet: out of memory registering performance variables");
+        return -1;
+    }
     dn.npeers = hashi_job.size;
     dn.flag_stride = (sizeof(struct dn_flag_area) + 8 * (size_t)dn.nbufs + 63) & ~(size_t)63;
     size_t llcm = (size_t)hashi_param_int(HASHI_P_DIMMNET_LLCM_SIZE);
