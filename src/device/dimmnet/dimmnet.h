@@ -136,8 +136,9 @@ struct dn_stats {
     uint64_t staged_bcasts;      /* of coll_bcasts: through the root's stage */
     uint64_t in_place;           /* of botf: sent from the caller's memory (block_sendv) */
     /* receive-first announcements: published (as receiver), claimed (as
-     * sender), receives completed by a claim, revoked by MPI_Cancel */
-    uint64_t announces, claims, announced, revokes;
+     * sender), receives completed by a claim, revoked by MPI_Cancel, and
+     * cancels that found their announcement claimed already */
+    uint64_t announces, claims, announced, revokes, revokes_lost;
 };
 
 /* Shared between the device's files. */

@@ -766,6 +766,8 @@ static int ann_revoke(int peer)
     if (old != ((p->ann_word & ~DN_ANN_STATE) | DN_ANN_CLAIMED))
         hashi_log("dimmnet: rank %d holds announcement word %#" PRIx64 ", not ours (%#" PRIx64 ")", peer, old,
                   p->ann_word);
+    else
+        hashi_dn_stats.revokes_lost++;
     return 0;   /* claimed: its notice completes the receive */
 }
 
@@ -1424,12 +1426,13 @@ static void print_stats(void)
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
             " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
             " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64
-            " announces %" PRIu64 " claims %" PRIu64 " announced %" PRIu64 " revokes %" PRIu64 "\n",
+            " announces %" PRIu64 " claims %" PRIu64 " announced %" PRIu64 " revokes %" PRIu64
+            " revokes_lost %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
             s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts,
-            s->announces, s->claims, s->announced, s->revokes);
+            s->announces, s->claims, s->announced, s->revokes, s->revokes_lost);
 }
 
 static void dn_finalize(void)
