@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 extern struct hashi_device_ops hashi_device_dimmnet;
 
@@ -146,6 +147,7 @@ static struct {
     size_t push_min;
     uint32_t pgid;
     int print_stats;
+    size_t ann_test_delay_us;   /* HASHI_DIMMNET_ANNOUNCE_TEST_DELAY */
     struct dn_stage stage;
     int up;
 } dn;
@@ -798,6 +800,18 @@ static int ann_peek(int peer, uint32_t seq, struct hashi_am_ann *a)
     return 1;
 }
 
+/* HASHI_DIMMNET_ANNOUNCE_TEST_DELAY: spin (no progress) between reading an
+ * announcement and claiming it, so that tests race MPI_Cancel against the
+ * claim at will (the compare-and-swap must settle it). */
+static __attribute__((noinline, cold)) void ann_test_delay(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)dn.ann_test_delay_us);
+}
+
 /* Sender: claim it (against the peer's revoke), then tell the peer our
  * message's tag and size; the put's notice, stored after the data, comes
  * later still. */
@@ -805,6 +819,8 @@ static int ann_claim(int peer, const struct hashi_am_ann *a, int32_t tag, uint64
 {
     if (say_hello(peer) != 0)
         return 0;
+    if (dn.ann_test_delay_us)
+        ann_test_delay();   /* testing: widen the window between reading and claiming */
     uint64_t expected = a->token;
     if (!__atomic_compare_exchange_n(&flags_of(peer)->ann.word, &expected,
                                      (a->token & ~DN_ANN_STATE) | DN_ANN_CLAIMED, 0, __ATOMIC_ACQ_REL,
@@ -1258,6 +1274,7 @@ static int dn_init(char *err, size_t errlen)
     size_t net_block_max = (DN_HDR_SIZE + HASHI_AM_LONG_HDR + dn.net_botf_data + 7) & ~(size_t)7;
     dn.pgid = job_pgid();
     dn.print_stats = (int)hashi_param_int(HASHI_P_DIMMNET_STATS);
+    dn.ann_test_delay_us = (size_t)hashi_param_int(HASHI_P_DIMMNET_ANNOUNCE_TEST_DELAY);
     dn.npeers = hashi_job.size;
     dn.flag_stride = (sizeof(struct dn_flag_area) + 8 * (size_t)dn.nbufs + 63) & ~(size_t)63;
     size_t llcm = (size_t)hashi_param_int(HASHI_P_DIMMNET_LLCM_SIZE);
