@@ -1343,9 +1343,14 @@ static int dn_init(char *err, size_t errlen)
 /*
  * Receive-first announcements (HASHI_DIMMNET_ANNOUNCE, docs/dimmnet.md): the
  * largest receive announced to a peer on emu (0: none). on: every receive
- * above the eager limit, up to ANNOUNCE_MAX when set; auto: up to
- * ANNOUNCE_MAX, and only while HASHI_DIMMNET_RNDV is auto (forced modes keep
- * their handshake); off: none.
+ * above the eager limit, up to ANNOUNCE_MAX only when it is set; off: none;
+ * auto: up to ANNOUNCE_MAX (8k) and below SPLIT_MIN, only while
+ * HASHI_DIMMNET_RNDV is auto (forced modes keep their handshake). Where the
+ * split runs both cores copy, which beats one put without the CTS round
+ * trip (4 ranks, 128 KiB / 1 MiB ping-pong 25.4-26.0 / 124-131 us split,
+ * 39.5-42.0 / 210-236 announced); from 16 KiB up to the split, 64-message
+ * windows at 8 ranks lost 2-5% while ping-pong won 4-13% ("Receive-first
+ * announcements": figures), so auto keeps to where neither lost.
  */
 static size_t announce_max(void)
 {
@@ -1357,7 +1362,8 @@ static size_t announce_max(void)
         return hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max ? max : SIZE_MAX;
     if (strcasecmp(hashi_param_str(HASHI_P_DIMMNET_RNDV), "auto") != 0)
         return 0;
-    return max;
+    size_t split = (size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN);
+    return split && max >= split ? split - 1 : max;
 }
 
 /* An eager limit as the core applies it: at most its own (the largest,
