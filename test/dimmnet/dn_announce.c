@@ -14,6 +14,7 @@
  *             eager limit to 4 MiB + 5, Send and Ssend, specific tag and
  *             ANY_TAG, two truncated (MPI_ERR_TRUNCATE, nothing past the
  *             buffer), one into a strided vector receive type
+ *   basic small  the same with 6 messages of 2-8 KiB (one truncated), no vector
  *   mismatch  the announced receive wants tag 1; message k has tag 2 (not
  *             claimed: RTS, unexpected), message k+1 tag 1 (announcement
  *             dead: RTS into the posted receive); then the tag-2 one
@@ -112,19 +113,30 @@ static void expect_recv(MPI_Request *rq, unsigned char *buf, size_t room, size_t
 
 /* ---- basic ---- */
 
-static void mode_basic(void)
+struct bcase {
+    size_t room, n;
+    int any_tag, sync;
+};
+
+/* small: 6 receives of 2-8 KiB (announced in auto with EAGER_MAX=2k), no vector. */
+static void mode_basic(int small)
 {
     size_t eager = 65536;   /* the largest default eager limit (emu, <= 4 ranks): above it on every cell */
-    struct {
-        size_t room, n;
-        int any_tag, sync;
-    } c[] = {
+    static const struct bcase sc[] = {
+        { 2049, 2049, 0, 0 }, { 4096, 4096, 1, 0 }, { 6000, 5000, 0, 0 },
+        { 8192, 8192, 0, 1 }, { 5000, 7000, 0, 0 }, { 8192, 3000, 1, 1 },
+    };
+    struct bcase c[] = {
         { eager + 1, eager + 1, 0, 0 }, { 100000, 100000, 1, 0 }, { 200000, 150000, 0, 0 },
         { 300000, 300000, 0, 1 },       { 1048576 + 5, 1048576 + 5, 1, 1 }, { 4194304 + 5, 4194304 + 5, 0, 0 },
         { 100000, 150000, 0, 0 },       { 70000, 1048576, 1, 1 },           { 500000, 123457, 1, 0 },
         { 65537 * 3, 65537 * 3, 0, 0 }, { 131072, 131072, 0, 1 },
     };
     int nc = (int)(sizeof c / sizeof *c);
+    if (small) {
+        nc = (int)(sizeof sc / sizeof *sc);
+        memcpy(c, sc, sizeof sc);
+    }
     for (int i = 0; i < nc; i++) {
         int tag = 10 + i;
         if (rank == 0) {
@@ -139,6 +151,8 @@ static void mode_basic(void)
             guarded_free(buf);
         }
     }
+    if (small)
+        return;
     /* A strided receive type: the device sees the packed buffer. */
     enum { COUNT = 1024, BLOCK = 64, STRIDE = 67 };
     size_t data = (size_t)COUNT * BLOCK * sizeof(int), span = (size_t)((COUNT - 1) * STRIDE + BLOCK) * sizeof(int);
@@ -541,7 +555,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     CHECK(size >= 2, "needs at least 2 ranks");
     if (strcmp(mode, "basic") == 0)
-        mode_basic();
+        mode_basic(argc > 2 && strcmp(argv[2], "small") == 0);
     else if (strcmp(mode, "mismatch") == 0)
         mode_mismatch();
     else if (strcmp(mode, "eager") == 0)
@@ -555,7 +569,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "stress") == 0 && argc >= 4)
         mode_stress(atoi(argv[2]), (unsigned)strtoul(argv[3], NULL, 0));
     else
-        CHECK(0, "usage: dn_announce basic|mismatch|eager|anysrc|cancel|race N|stress ROUNDS SEED");
+        CHECK(0, "usage: dn_announce basic [small]|mismatch|eager|anysrc|cancel|race N|stress ROUNDS SEED");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     printf("rank %d of %d ok\n", rank, size);
     CHECK_MPI(MPI_Finalize());

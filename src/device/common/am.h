@@ -287,7 +287,8 @@ int hashi_am_core_set_peer_eager(int peer, size_t limit);
 int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes);
 
 /*
- * After hashi_am_core_init, for devices with announcements (hashi_am_ops.ann):
+ * After hashi_am_core_init and hashi_am_core_set_peer_eager (the limit it
+ * uses), for devices with announcements (hashi_am_ops.ann):
  * receives with world rank peer as their source, larger than its eager limit
  * and at most max_bytes (SIZE_MAX: any size; 0: never, the default), are
  * announced when posted if nothing could mis-match (am_core.c), and

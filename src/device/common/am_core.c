@@ -232,6 +232,8 @@ static struct am_core {
     int npeers;
     TAILQ_HEAD(, am_unexp) unread;  /* busy pulls not read yet, oldest first (below) */
     const struct hashi_am_ann_ops *ann;  /* the device's announcement hooks (NULL: none) */
+    size_t ann_floor;       /* receives up to this size are never announced (the smallest eager
+                               limit of a peer that takes announcements; SIZE_MAX: none does) */
 } core;
 
 struct hashi_device_p2p_ops hashi_am_p2p_ops;
@@ -1043,6 +1045,7 @@ static __attribute__((noinline)) void maybe_announce(struct MPI_ABI_Request *req
         return;
     struct am_peer *peer = &core.peers[src];
     struct am_recv_state *r = recv_state(req);
+    /* (eager_limit: ours towards it, equal both ways between emu peers) */
     if (!peer->ann_max || peer->ann_req || peer->early || req->dev_bytes <= peer->eager_limit ||
         req->dev_bytes > peer->ann_max || !hashi_mq_posted_first(&core.mq, &r->posted))
         return;
@@ -1401,8 +1404,8 @@ static int am_irecv(struct MPI_ABI_Request *req)
     r->posted.m = req->match;
     if (hashi_mq_post(&core.mq, &r->posted) != 0)
         return MPI_ERR_NO_MEM;
-    if (core.ann && req->match.source >= 0)
-        maybe_announce(req);
+    if (req->dev_bytes > core.ann_floor && req->match.source >= 0)
+        maybe_announce(req);   /* not for small receives: no call on their path */
     return MPI_SUCCESS;
 }
 
@@ -1500,6 +1503,7 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
     core.split_pull = 50;
     core.use_notice = (am->flags & HASHI_AM_CAP_NOTICE) && am->notice;
     /* Announcements need a put whose notice follows the data. */
+    core.ann_floor = SIZE_MAX;
     core.ann = can_put && core.use_notice && am->ann && am->ann->publish && am->ann->revoke && am->ann->peek &&
                am->ann->claim && am->ann->result ? am->ann : NULL;
     core.npeers = hashi_job.size;
@@ -1554,7 +1558,10 @@ int hashi_am_core_set_peer_announce(int peer, size_t max_bytes)
 {
     if (!core.ann || !core.use_put || peer < 0 || peer >= core.npeers)
         return -1;
-    core.peers[peer].ann_max = max_bytes;
+    struct am_peer *p = &core.peers[peer];
+    p->ann_max = max_bytes > p->eager_limit ? max_bytes : 0;   /* nothing to announce at or below it */
+    if (p->ann_max && p->eager_limit < core.ann_floor)
+        core.ann_floor = p->eager_limit;
     return 0;
 }
 
