@@ -73,7 +73,8 @@ struct hashi_device_p2p_ops {
     int (*isend)(struct MPI_ABI_Request *req);
     /*
      * Post a receive of at most req->dev_bytes into req->dev_buf matching
-     * req->match. On completion the device sets status source, tag and byte
+     * req->match (req->dest_world: the source's world rank, -1 for
+     * MPI_ANY_SOURCE). On completion the device sets status source, tag and byte
      * count (hashi_status_set_bytes: the bytes written) and MPI_ERR_TRUNCATE
      * in MPI_ERROR if the message was longer (never writing past dev_bytes).
      */

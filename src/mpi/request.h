@@ -91,7 +91,7 @@ struct MPI_ABI_Request {
     void *dev_buf;
     size_t dev_bytes;
     uint32_t context_id;
-    int dest_world;                 /* send: the destination's world rank */
+    int dest_world;                 /* send: the destination's world rank; receive: the source's (-1: any) */
     int my_comm_rank;               /* send: the sender's rank in comm */
     struct hashi_match match;       /* receive */
     void *pack_buf;                 /* packed copy of non-contiguous data, or NULL */

@@ -13,6 +13,7 @@
  * The primitives (the words of the DIMMnet paper in brackets):
  *   tiny_write   [AOTF]  1..8 bytes stored into the peer's LLCM
  *   llcm_write           several bytes into a mapped peer LLCM (emu only), published by a tiny_write
+ *   llcm_fetch_add, llcm_cmpxchg   atomics on a peer's LLCM word (emu only)
  *   stage                a region of a local peer's memory read in place (emu only)
  *   block_*      [BOTF]  header + payload, <= block_max, ordered per peer
  *   put / get    [PUSH / PULL]  single-copy RMA on registered memory
@@ -153,6 +154,17 @@ struct hashi_tl_ops {
      * 0 or -EINVAL (misaligned or outside llcm_size).
      */
     int (*llcm_fetch_add)(int peer, uint64_t offset, uint64_t add, uint64_t *old);
+    /*
+     * A remote compare-and-swap on the 8-byte word at offset of peer's LLCM:
+     * if it holds `expected`, store `desired`; *old is the word before
+     * (== expected: swapped), atomically against every other initiator's
+     * atomics and the owner's own on that word (emu: a locked cmpxchg on the
+     * peer's mapped LLCM; the peer runs no code). Does not wake the peer.
+     * NULL where the transport cannot (fabric). 0 or -EINVAL (misaligned or
+     * outside llcm_size). DIMMnet's receive-first announcements revoke an
+     * announced buffer with it (docs/dimmnet.md).
+     */
+    int (*llcm_cmpxchg)(int peer, uint64_t offset, uint64_t expected, uint64_t desired, uint64_t *old);
     /*
      * The peer's stage: memory its owner writes and every rank on the node
      * reads in place (emu: a region of the owner's shared segment,

@@ -45,6 +45,49 @@ typedef void (*hashi_am_done_fn)(void *arg, int status);
 #define HASHI_AM_SEND_BUFFERED 0x1u  /* copy now; done = handed to the transport */
 #define HASHI_AM_SEND_NOWAIT 0x2u    /* may answer -EAGAIN instead of queueing (see send) */
 
+/*
+ * A receive-first announcement (optional, struct hashi_am_ann_ops): a
+ * receive posted before its message offers its buffer to the sender ahead of
+ * any RTS, bound to ONE message, the one with sequence number `seq` from that
+ * sender (the core's per-pair order). The sender, when it starts that
+ * message as a rendezvous, claims the announcement if the envelope matches
+ * and writes the data straight into the buffer (put), the last piece
+ * carrying the completion notice. Protocol and safety: am_core.c
+ * ("receive-first announcements"), docs/dimmnet.md.
+ */
+struct hashi_am_ann {
+    uint32_t context_id;
+    int32_t source;         /* the receive's source: the sender's rank in the communicator */
+    int32_t tag;            /* or MPI_ANY_TAG */
+    uint32_t cookie;        /* the receive's (named by the completion notice) */
+    uint32_t seq;           /* the one message it binds to */
+    uint64_t capacity;      /* bytes the buffer takes */
+    uint64_t token;         /* the device's: what peek saw, for claim */
+    unsigned char rkey[HASHI_AM_RKEY_MAX];   /* the buffer's key (rkey_size bytes) */
+};
+
+struct hashi_am_ann_ops {
+    /* Receiver: publish a in peer's memory (only one announcement to a peer
+     * is outstanding at a time: the core publishes the next one after the
+     * last was claimed, revoked or overtaken by message seq). 0, or -1 (not
+     * now: the receive waits for the RTS as usual). */
+    int (*publish)(int peer, const struct hashi_am_ann *a);
+    /* Receiver: withdraw the outstanding announcement to peer (cancel). 1:
+     * withdrawn, no claim can follow; 0: the sender already claimed it (its
+     * data and completion notice are on the way). Never waits for the peer. */
+    int (*revoke)(int peer);
+    /* Sender: peer's announcement to this rank, if one is valid for message
+     * seq (a filled, token set). 1, or 0 (none). */
+    int (*peek)(int peer, uint32_t seq, struct hashi_am_ann *a);
+    /* Sender: take the announcement peek returned, atomically against the
+     * receiver's revoke, and store the message's tag and full size where
+     * the receiver's result() reads them (visible before the put's notice).
+     * 1: won; 0: lost (revoked or replaced meanwhile). */
+    int (*claim)(int peer, const struct hashi_am_ann *a, int32_t tag, uint64_t size);
+    /* Receiver, on the completion notice: the tag and size the claim stored. */
+    void (*result)(int peer, int32_t *tag, uint64_t *size);
+};
+
 struct hashi_am_ops {
     const char *name;
     /*
@@ -127,6 +170,11 @@ struct hashi_am_ops {
      * device and wait to be handed over (its traffic towards us is under
      * way; hashi_am_core_set_bidir_pull). A load or two: no progress. */
     int (*pending_from)(int peer);
+
+    /* Optional receive-first announcements (above; NULL: not offered). The
+     * core uses them only towards peers hashi_am_core_set_peer_announce
+     * names, and needs put with notices (HASHI_AM_CAP_PUT). */
+    const struct hashi_am_ann_ops *ann;
 };
 
 /* The core header is at most this big; a device's max_send must exceed it. */
@@ -237,6 +285,17 @@ int hashi_am_core_set_peer_eager(int peer, size_t limit);
  * default). 0, or -1 for a bad peer.
  */
 int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes);
+
+/*
+ * After hashi_am_core_init and hashi_am_core_set_peer_eager (the limit it
+ * uses), for devices with announcements (hashi_am_ops.ann):
+ * receives with world rank peer as their source, larger than its eager limit
+ * and at most max_bytes (SIZE_MAX: any size; 0: never, the default), are
+ * announced when posted if nothing could mis-match (am_core.c), and
+ * rendezvous messages to peer claim its announcements. 0, or -1 when the
+ * core cannot (no announcement hooks, no put, a bad peer).
+ */
+int hashi_am_core_set_peer_announce(int peer, size_t max_bytes);
 
 /*
  * Set the core up on top of a device. eager_limit: largest payload sent

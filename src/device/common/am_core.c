@@ -32,6 +32,15 @@
  * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
  * pair and are matched in that order even if the device reorders them (a
  * small stash holds early arrivals); control messages need no order.
+ *
+ * Receive-first announcements (devices with hashi_am_ops.ann, towards the
+ * peers hashi_am_core_set_peer_announce names): a receive posted before its
+ * message announces its buffer to the sender ahead of any RTS, bound to the
+ * one message with the next sequence number k the receiver expects from it;
+ * the sender, starting message k as a rendezvous, claims the announcement
+ * if the envelope matches and puts the data straight into the buffer, the
+ * last piece carrying ANN_DONE (cookie: the receive) as its notice; message
+ * k arrives that way, with no RTS. See "receive-first announcements" below.
  */
 #include "device/common/am.h"
 #include "device/common/cookie.h"
@@ -56,7 +65,7 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 enum am_type {
-    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE, AM_FIN_SPLIT
+    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE, AM_FIN_SPLIT, AM_ANN_DONE
 };
 
 struct am_hdr {
@@ -112,6 +121,7 @@ struct am_send_state {
     uint8_t put_rkey_len;   /* receive-first: the receiver's key (0: chunked fragments) */
     uint8_t split_fin;      /* FIN_SPLIT overtook the CTS */
     uint8_t rndv;           /* announced by RTS: counted in the peer's rndv_out */
+    uint8_t put_notice;     /* the last put piece's notice: AM_PUT_DONE, or AM_ANN_DONE (claimed announcement) */
     unsigned char put_rkey[HASHI_AM_RKEY_MAX];
 };
 
@@ -198,6 +208,11 @@ struct am_peer {
     size_t eager_limit;     /* largest payload sent to it eagerly (hashi_am_core_set_peer_eager) */
     size_t in_place_min;    /* eager payloads to it from this size are sent in place (0: never;
                                hashi_am_core_set_peer_in_place) */
+    /* receive-first announcements (hashi_am_core_set_peer_announce) */
+    size_t ann_max;         /* our receives from it up to this size are announced (0: none, and no claims) */
+    struct MPI_ABI_Request *ann_req;   /* our receive announced to it, outstanding (NULL: none) */
+    void *ann_mem;          /* its buffer's registration */
+    uint32_t ann_seq;       /* the message the announcement binds to */
 };
 
 static struct am_core {
@@ -216,6 +231,9 @@ static struct am_core {
     struct am_peer *peers;  /* by world rank */
     int npeers;
     TAILQ_HEAD(, am_unexp) unread;  /* busy pulls not read yet, oldest first (below) */
+    const struct hashi_am_ann_ops *ann;  /* the device's announcement hooks (NULL: none) */
+    size_t ann_floor;       /* receives up to this size are never announced (the smallest eager
+                               limit of a peer that takes announcements; SIZE_MAX: none does) */
 } core;
 
 struct hashi_device_p2p_ops hashi_am_p2p_ops;
@@ -722,6 +740,28 @@ static int parse(const void *msg, size_t len, struct am_hdr *h)
     return 0;
 }
 
+static void ann_drop(struct am_peer *peer);
+static void ann_claimed(int src, struct MPI_ABI_Request *req);
+
+/* Hand over the early arrivals from peer that are now in turn. Each is
+ * counted before it is matched (as every arrival): a receive its
+ * completion posts then sees the next sequence number as the next. */
+static void replay_early(struct am_peer *peer)
+{
+    while (peer->early && peer->early->seq == peer->recv_seq) {
+        struct am_early *e = peer->early;
+        peer->early = e->next;
+        struct am_hdr eh;
+        parse(e->msg, e->len, &eh);   /* checked when it arrived */
+        if (peer->ann_req && eh.seq == peer->ann_seq)
+            ann_drop(peer);
+        peer->recv_seq++;
+        size_t hl = am_hdr_len(eh.type);
+        arrival(&eh, e->msg + hl, e->len - hl);
+        free(e);
+    }
+}
+
 static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, size_t len)
 {
     struct am_peer *peer = &core.peers[h->src_world];
@@ -729,19 +769,14 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
         stash_early(peer, h, msg, len);
         return;
     }
+    if (peer->ann_req && h->seq == peer->ann_seq)
+        ann_drop(peer);   /* message k came the usual way: no claim can follow */
+    /* Counted before it is matched: a receive that its completion posts
+     * (a schedule's next step) must not announce for this message. */
+    peer->recv_seq++;
     size_t hl = am_hdr_len(h->type);
     arrival(h, msg + hl, len - hl);
-    peer->recv_seq++;
-    while (peer->early && peer->early->seq == peer->recv_seq) {
-        struct am_early *e = peer->early;
-        peer->early = e->next;
-        struct am_hdr eh;
-        parse(e->msg, e->len, &eh);   /* checked when it arrived */
-        hl = am_hdr_len(eh.type);
-        arrival(&eh, e->msg + hl, e->len - hl);
-        peer->recv_seq++;
-        free(e);
-    }
+    replay_early(peer);
 }
 
 /* --------------------------------------------------------- sender answers */
@@ -763,7 +798,7 @@ static int put_piece(struct MPI_ABI_Request *req)
     s->frags_out++;
     s->sent += piece;
     if (core.am->put(req->dest_world, (const char *)req->dev_buf + offset, piece, s->put_rkey, offset,
-                     last ? notice_value(AM_PUT_DONE, s->peer_cookie) : 0, frag_done, req) != 0) {
+                     last ? notice_value(s->put_notice, s->peer_cookie) : 0, frag_done, req) != 0) {
         s->frags_out--;
         s->error = MPI_ERR_OTHER;
         hashi_log("matching core: writing a rendezvous message to rank %d failed", req->dest_world);
@@ -861,6 +896,7 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
         s->frags_out = 0;
         s->busy = s->again = 0;
         s->put_rkey_len = h->rkey_len;
+        s->put_notice = AM_PUT_DONE;
         if (h->rkey_len) {
             if (!core.use_put || body_len < h->rkey_len) {
                 hashi_log("matching core: rank %d offered a buffer for a put this device cannot do", h->src_world);
@@ -911,6 +947,8 @@ static inline int eager_in_order(const unsigned char *msg, size_t len)
     struct am_peer *peer = &core.peers[h.src_world];
     if (h.seq != peer->recv_seq || peer->early)
         return 0;
+    if (peer->ann_req && h.seq == peer->ann_seq)
+        ann_drop(peer);   /* message k came the usual way: no claim can follow */
     peer->recv_seq++;
     struct hashi_mq_posted *p = hashi_mq_match_arrival(&core.mq, h.context_id, h.source, h.tag);
     if (!p) {
@@ -954,6 +992,158 @@ void hashi_am_deliver(const void *msg, size_t len)
     }
 }
 
+/* ------------------------------------------ receive-first announcements */
+
+/*
+ * Receiver r, sender s, per pair at most one announcement outstanding.
+ *
+ * When. A receive R from s (never MPI_ANY_SOURCE) announces when it is
+ * posted, if: s takes announcements (hashi_am_core_set_peer_announce), R's
+ * buffer is above s's eager limit and at most ann_max, no announcement to s
+ * is outstanding, no early message from s waits in the stash, and no
+ * receive posted before R that a message R matches could go to (its bin,
+ * the context's ANY_SOURCE list: hashi_mq_posted_first). No unexpected
+ * message matches R (it would have been taken instead of posting). Then
+ * every message from s before k = recv_seq has arrived and been matched,
+ * so if message k matches R it goes to R: nothing posted earlier wants it,
+ * anything posted later comes after R.
+ *
+ * Binding. The announcement names k; the sender claims it only for its
+ * message k, only if the envelope matches (context, source, tag or
+ * ANY_TAG), and only with the device's atomic claim. It is dead as soon as
+ * message k was sent either way: the sender never looks at it again.
+ *
+ * Ends. (a) Claimed: ANN_DONE arrives once the data is visible; R completes
+ * with the claim's tag and size (MPI_ERR_TRUNCATE past the capacity: only
+ * capacity bytes were put), leaves the queue, and counts as the arrival of
+ * message k, so stashed later messages follow it in order. (b) Message k
+ * arrives the usual way: the sender passed it without claiming; R stays
+ * posted like any receive (ann_drop). (c) MPI_Cancel: revoke; if the sender
+ * claimed first, the cancel fails and (a) completes R: it never waits for
+ * the sender. While outstanding, R can only match message k (every
+ * earlier message from s has arrived, later ones come after k), so (a),
+ * (b) or (c) always ends it.
+ */
+
+/* The outstanding announcement to this peer is over without a claim. */
+static void ann_drop(struct am_peer *peer)
+{
+    struct am_recv_state *r = recv_state(peer->ann_req);
+    if (r->cookie)
+        hashi_cookie_free(&core.cookies, r->cookie);
+    r->cookie = 0;
+    core.am->mem_dereg(peer->ann_mem);
+    peer->ann_mem = NULL;
+    peer->ann_req = NULL;
+}
+
+/* Announce a receive just posted, if nothing could mis-match (above). */
+static __attribute__((noinline)) void maybe_announce(struct MPI_ABI_Request *req)
+{
+    int src = req->dest_world;
+    if (src < 0 || src >= core.npeers)
+        return;
+    struct am_peer *peer = &core.peers[src];
+    struct am_recv_state *r = recv_state(req);
+    /* (eager_limit: ours towards it, equal both ways between emu peers) */
+    if (!peer->ann_max || peer->ann_req || peer->early || req->dev_bytes <= peer->eager_limit ||
+        req->dev_bytes > peer->ann_max || !hashi_mq_posted_first(&core.mq, &r->posted))
+        return;
+    struct hashi_am_ann a = {
+        .context_id = req->match.context_id, .source = req->match.source, .tag = req->match.tag,
+        .seq = peer->recv_seq, .capacity = req->dev_bytes,
+    };
+    void *mem;
+    if (core.am->mem_reg(req->dev_buf, req->dev_bytes, src, &mem, a.rkey) != 0)
+        return;
+    a.cookie = hashi_cookie_new(&core.cookies, req);
+    if (!a.cookie || core.ann->publish(src, &a) != 0) {
+        if (a.cookie)
+            hashi_cookie_free(&core.cookies, a.cookie);
+        core.am->mem_dereg(mem);
+        return;
+    }
+    r->cookie = a.cookie;
+    peer->ann_req = req;
+    peer->ann_mem = mem;
+    peer->ann_seq = a.seq;
+}
+
+/* (a) The sender claimed our announcement and its data is there. */
+static void ann_claimed(int src, struct MPI_ABI_Request *req)
+{
+    struct am_peer *peer = &core.peers[src];
+    struct am_recv_state *r = recv_state(req);
+    if (peer->ann_req != req) {
+        hashi_log("matching core: rank %d completed an announcement that is not outstanding", src);
+        return;
+    }
+    if (peer->recv_seq != peer->ann_seq)
+        hashi_log("matching core: rank %d's claimed message %" PRIu32 " is not the next expected (%" PRIu32 ")",
+                  src, peer->ann_seq, peer->recv_seq);
+    int32_t tag;
+    uint64_t size;
+    core.ann->result(src, &tag, &size);
+    if (!hashi_mq_cancel(&core.mq, &r->posted))
+        hashi_log("matching core: an announced receive from rank %d was not queued any more", src);
+    r->mem = peer->ann_mem;   /* complete_recv releases it, and the cookie */
+    peer->ann_mem = NULL;
+    peer->ann_req = NULL;
+    r->peer_world = src;
+    r->source = req->match.source;
+    r->tag = tag;
+    r->size = size;
+    r->want = size < req->dev_bytes ? size : req->dev_bytes;
+    r->error = 0;
+    peer->recv_seq++;   /* message k arrived, before anything its completion posts */
+    complete_recv(req);
+    replay_early(peer);
+}
+
+/* (c) Withdraw req's announcement, if it has one. 1: none (any more); 0:
+ * the sender claimed it, the receive completes when its data is there. */
+static int ann_revoke(struct MPI_ABI_Request *req)
+{
+    int src = req->dest_world;
+    if (src < 0 || src >= core.npeers || core.peers[src].ann_req != req)
+        return 1;
+    if (!core.ann->revoke(src))
+        return 0;
+    ann_drop(&core.peers[src]);
+    return 1;
+}
+
+/* Sender: message h (sequence send_seq, a rendezvous) to req->dest_world
+ * goes into the receiver's announced buffer if one waits for it. 1: claimed,
+ * the put is under way (the send completes when it is done); 0: send it the
+ * usual way. */
+static __attribute__((noinline)) int ann_try_claim(struct MPI_ABI_Request *req, const struct am_hdr *h)
+{
+    int dest = req->dest_world;
+    struct am_peer *peer = &core.peers[dest];
+    struct hashi_am_ann a;
+    if (!core.ann->peek(dest, peer->send_seq, &a))
+        return 0;
+    if (a.context_id != h->context_id || a.source != h->source || (a.tag != MPI_ANY_TAG && a.tag != h->tag) ||
+        a.capacity == 0)
+        return 0;
+    if (!core.ann->claim(dest, &a, h->tag, h->size))
+        return 0;
+    peer->send_seq++;   /* message k went */
+    struct am_send_state *s = send_state(req);
+    s->want = h->size < a.capacity ? h->size : a.capacity;
+    s->sent = 0;
+    s->frags_out = 0;
+    s->busy = s->again = 0;
+    s->peer_cookie = a.cookie;
+    s->put_rkey_len = (uint8_t)core.am->rkey_size;
+    s->put_notice = AM_ANN_DONE;
+    memcpy(s->put_rkey, a.rkey, core.am->rkey_size);
+    s->waiting = WAIT_LOCAL;
+    stream_more(req);
+    return 1;
+}
+
 void hashi_am_deliver_notice(int src, uint64_t value)
 {
     uint8_t type = (uint8_t)(value >> 32);
@@ -976,6 +1166,9 @@ void hashi_am_deliver_notice(int src, uint64_t value)
     case AM_PUT_DONE:
         recv_state(req)->landed = recv_state(req)->want;
         recv_part_done(req);
+        break;
+    case AM_ANN_DONE:
+        ann_claimed(src, req);
         break;
     default:
         hashi_log("matching core: dropping a notice of unknown type %u from rank %d", type, src);
@@ -1153,6 +1346,8 @@ static int am_isend(struct MPI_ABI_Request *req)
         return MPI_SUCCESS;
     }
 
+    if (peer->ann_max && ann_try_claim(req, &h))
+        return MPI_SUCCESS;
     return send_rts(req, &h, PULL_NO);
 }
 
@@ -1207,7 +1402,11 @@ static int am_irecv(struct MPI_ABI_Request *req)
         return MPI_SUCCESS;
     }
     r->posted.m = req->match;
-    return hashi_mq_post(&core.mq, &r->posted) == 0 ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (hashi_mq_post(&core.mq, &r->posted) != 0)
+        return MPI_ERR_NO_MEM;
+    if (req->dev_bytes > core.ann_floor && req->match.source >= 0)
+        maybe_announce(req);   /* not for small receives: no call on their path */
+    return MPI_SUCCESS;
 }
 
 static void fill_envelope(const struct am_unexp *u, struct hashi_envelope *env)
@@ -1251,6 +1450,8 @@ static int am_imrecv(struct MPI_ABI_Request *req, struct hashi_message *msg)
 static int am_cancel_recv(struct MPI_ABI_Request *req)
 {
     struct am_recv_state *r = recv_state(req);
+    if (!r->posted.queued || !ann_revoke(req))
+        return 0;
     if (!hashi_mq_cancel(&core.mq, &r->posted))
         return 0;
     req->status.MPI_SOURCE = MPI_ANY_SOURCE;
@@ -1301,6 +1502,10 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
     core.use_put = (rndv == HASHI_AM_RNDV_AUTO || rndv == HASHI_AM_RNDV_PUT || rndv == HASHI_AM_RNDV_SPLIT) && can_put;
     core.split_pull = 50;
     core.use_notice = (am->flags & HASHI_AM_CAP_NOTICE) && am->notice;
+    /* Announcements need a put whose notice follows the data. */
+    core.ann_floor = SIZE_MAX;
+    core.ann = can_put && core.use_notice && am->ann && am->ann->publish && am->ann->revoke && am->ann->peek &&
+               am->ann->claim && am->ann->result ? am->ann : NULL;
     core.npeers = hashi_job.size;
     core.peers = calloc((size_t)core.npeers, sizeof *core.peers);
     if (!core.peers) {
@@ -1349,6 +1554,17 @@ int hashi_am_core_set_peer_eager(int peer, size_t limit)
     return 0;
 }
 
+int hashi_am_core_set_peer_announce(int peer, size_t max_bytes)
+{
+    if (!core.ann || !core.use_put || peer < 0 || peer >= core.npeers)
+        return -1;
+    struct am_peer *p = &core.peers[peer];
+    p->ann_max = max_bytes > p->eager_limit ? max_bytes : 0;   /* nothing to announce at or below it */
+    if (p->ann_max && p->eager_limit < core.ann_floor)
+        core.ann_floor = p->eager_limit;
+    return 0;
+}
+
 int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes)
 {
     if (peer < 0 || peer >= core.npeers)
@@ -1394,6 +1610,8 @@ void hashi_am_core_finalize(void)
     hashi_mq_destroy(&core.mq);
     hashi_cookies_destroy(&core.cookies);
     for (int i = 0; i < core.npeers; i++) {
+        if (core.peers[i].ann_mem)   /* a receive still posted at MPI_Finalize */
+            core.am->mem_dereg(core.peers[i].ann_mem);
         while (core.peers[i].early) {
             struct am_early *e = core.peers[i].early;
             core.peers[i].early = e->next;

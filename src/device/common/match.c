@@ -243,6 +243,32 @@ int hashi_mq_post(struct hashi_mq *q, struct hashi_mq_posted *p)
     return 0;
 }
 
+/* Whether two receives' tags can both match one message. */
+static int tags_overlap(int a, int b)
+{
+    return a == MPI_ANY_TAG || b == MPI_ANY_TAG || a == b;
+}
+
+int hashi_mq_posted_first(struct hashi_mq *q, const struct hashi_mq_posted *p)
+{
+    if (!p->queued || p->m.source == MPI_ANY_SOURCE)
+        return 0;
+    struct hashi_mq_ctx *c = ctx_get(q, p->m.context_id, 0);
+    if (!c || p->m.source >= c->nbins)
+        return 0;
+    for (struct hashi_mq_link *e = c->bins[p->m.source].posted.first; e && e != &p->link; e = e->next)
+        if (tags_overlap(container_of(e, struct hashi_mq_posted, link)->m.tag, p->m.tag))
+            return 0;
+    for (struct hashi_mq_link *e = c->posted_any.first; e; e = e->next) {
+        const struct hashi_mq_posted *a = container_of(e, struct hashi_mq_posted, link);
+        if (a->seq > p->seq)
+            break;   /* in post order: the rest came later */
+        if (tags_overlap(a->m.tag, p->m.tag))
+            return 0;
+    }
+    return 1;
+}
+
 int hashi_mq_cancel(struct hashi_mq *q, struct hashi_mq_posted *p)
 {
     if (!p->queued)

@@ -86,6 +86,14 @@ struct hashi_mq_unexp *hashi_mq_find_unexp(struct hashi_mq *q, const struct hash
 /* Queue a receive that found no unexpected message (p->m set). 0, or -1 out of memory. */
 int hashi_mq_post(struct hashi_mq *q, struct hashi_mq_posted *p);
 
+/*
+ * Whether a queued receive with a specific source is the one any message
+ * it matches would go to: no receive posted before it in its source's bin or
+ * in its context's ANY_SOURCE list matches a tag that it matches too
+ * (receive-first announcements, am_core.c). 1 or 0.
+ */
+int hashi_mq_posted_first(struct hashi_mq *q, const struct hashi_mq_posted *p);
+
 /* Take a posted receive out of the queue (cancel): 1 if it was queued, 0 if already matched. */
 int hashi_mq_cancel(struct hashi_mq *q, struct hashi_mq_posted *p);
 

@@ -62,14 +62,45 @@ struct dn_area_msg {
 #define DN_NOTICE_SLOTS 16
 #define DN_VALID (UINT64_C(1) << 63)
 
+/*
+ * A receive-first announcement (am.h, struct hashi_am_ann): receiver s
+ * offers this rank (the sender) a posted receive's buffer for this rank's
+ * message `seq` to s. s writes the body (llcm_write), then the word (AOTF,
+ * a release store: the body is visible before it). The word:
+ *   bits 63-62  state: DN_ANN_VALID, then CLAIMED (this rank's local
+ *               compare-and-swap, the claim) or REVOKED (s's remote
+ *               compare-and-swap, MPI_Cancel); exactly one of them wins
+ *   bits 61-32  generation (s counts its announcements to this rank)
+ *   bits 31-0   seq, the one message it binds to
+ * The claimer compares the whole word, so a body read while s replaced a
+ * revoked announcement never gets claimed (the generation moved on).
+ */
+struct dn_ann {
+    uint64_t word;
+    uint32_t context_id;
+    int32_t source, tag;
+    uint32_t cookie;
+    uint64_t capacity;
+    struct hashi_tl_rkey rkey;
+};
+#define DN_ANN_STATE (UINT64_C(3) << 62)
+#define DN_ANN_VALID (UINT64_C(1) << 62)
+#define DN_ANN_CLAIMED (UINT64_C(2) << 62)
+#define DN_ANN_REVOKED (UINT64_C(3) << 62)
+#define DN_ANN_GEN_MASK ((UINT64_C(1) << 30) - 1)
+
 /* A flag area: what peer s stores (AOTF) into this rank's LLCM. Only s
- * writes its words, except that this rank clears consumed slots. */
+ * writes its words, except that this rank clears consumed slots and claims
+ * s's announcement (ann.word, compare-and-swap against s's revoke). */
 struct dn_flag_area {
     uint64_t hello;      /* DN_VALID | s's process-group id: written once, before anything else */
     uint64_t freed;      /* receive buffers of s's area this rank filled that s has freed (credit) */
     uint64_t notices_read; /* this rank's notices s has consumed (notice-ring credit) */
     uint64_t reserved;
     uint64_t notice[DN_NOTICE_SLOTS]; /* DN_VALID | core notice; 0 = empty */
+    struct dn_ann ann;   /* s, receiving, announces a buffer for our next message to it (emu peers) */
+    int64_t ann_tag;     /* s, sending, claimed our announcement: its message's tag and size, */
+    uint64_t ann_size;   /* stored before the claim's put, read on its ANN_DONE notice */
     uint64_t bufstat[];  /* per buffer of this rank's receive area for s: DN_VALID | length (PUSH signal) */
 };
 
@@ -104,6 +135,10 @@ struct dn_stats {
     uint64_t counter_barriers;   /* of barriers: those on an LLCM counter */
     uint64_t staged_bcasts;      /* of coll_bcasts: through the root's stage */
     uint64_t in_place;           /* of botf: sent from the caller's memory (block_sendv) */
+    /* receive-first announcements: published (as receiver), claimed (as
+     * sender), receives completed by a claim, revoked by MPI_Cancel, and
+     * cancels that found their announcement claimed already */
+    uint64_t announces, claims, announced, revokes, revokes_lost;
 };
 
 /* Shared between the device's files. */

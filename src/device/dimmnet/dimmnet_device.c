@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 extern struct hashi_device_ops hashi_device_dimmnet;
 
@@ -113,6 +114,10 @@ struct dn_peer {
     uint64_t freed_batch, notices_batch; /* credit counts stored there once this many are due */
     /* as a receiver: the words a poll of its flag area reads next (peer_has_news) */
     const uint64_t *notice_next, *bufstat_next;
+    /* receive-first announcements (emu peers: their LLCM words can be swapped remotely) */
+    int ann_ok;
+    uint32_t ann_gen;           /* our announcements to it so far */
+    uint64_t ann_word;          /* the word of the last one (what revoke expects) */
 };
 
 struct dn_stage {
@@ -143,6 +148,7 @@ static struct {
     size_t push_min;
     uint32_t pgid;
     int print_stats;
+    size_t ann_test_delay_us;   /* HASHI_DIMMNET_ANNOUNCE_TEST_DELAY */
     struct dn_stage stage;
     int up;
 } dn;
@@ -718,6 +724,139 @@ static void dn_mem_dereg(void *mem)
     free(mem);
 }
 
+/* ------------------------------------------ receive-first announcements */
+
+/* Receiver: our announcement into our flag area at the peer (its LLCM, by
+ * emu's llcm_write), published by the word's AOTF (a release store). */
+static int ann_publish(int peer, const struct hashi_am_ann *a)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    if (!p->ann_ok || say_hello(peer) != 0)
+        return -1;
+    struct dn_ann body = {
+        .context_id = a->context_id, .source = a->source, .tag = a->tag, .cookie = a->cookie,
+        .capacity = a->capacity,
+    };
+    memcpy(&body.rkey, a->rkey, sizeof body.rkey);
+    size_t off = offsetof(struct dn_ann, context_id);
+    if (hashi_tl(peer)->llcm_write(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann) + off),
+                                   (const unsigned char *)&body + off, sizeof body - off) != 0)
+        return -1;
+    uint64_t word = DN_ANN_VALID | (uint64_t)(++p->ann_gen & DN_ANN_GEN_MASK) << 32 | a->seq;
+    if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann.word)), word) != 0)
+        return -1;
+    p->ann_word = word;
+    hashi_dn_stats.announces++;
+    return 0;
+}
+
+/* Receiver: swap our announcement's word at the peer from valid to revoked,
+ * unless the peer swapped it to claimed first. */
+static int ann_revoke(int peer)
+{
+    struct dn_peer *p = &dn.peers[peer];
+    uint64_t old;
+    uint64_t revoked = (p->ann_word & ~DN_ANN_STATE) | DN_ANN_REVOKED;
+    if (hashi_tl(peer)->llcm_cmpxchg(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann.word)), p->ann_word,
+                                     revoked, &old) != 0) {
+        hashi_log("dimmnet: revoking an announcement at rank %d failed; the receive stays posted", peer);
+        return 0;
+    }
+    if (old == p->ann_word) {
+        hashi_dn_stats.revokes++;
+        return 1;
+    }
+    if (old != ((p->ann_word & ~DN_ANN_STATE) | DN_ANN_CLAIMED))
+        hashi_log("dimmnet: rank %d holds announcement word %#" PRIx64 ", not ours (%#" PRIx64 ")", peer, old,
+                  p->ann_word);
+    else
+        hashi_dn_stats.revokes_lost++;
+    return 0;   /* claimed: its notice completes the receive */
+}
+
+/* Sender: the peer's announcement in our LLCM, if it is valid for seq. */
+static int ann_peek(int peer, uint32_t seq, struct hashi_am_ann *a)
+{
+    if (!dn.peers[peer].ann_ok)
+        return 0;
+    struct dn_flag_area *f = flags_of(peer);
+    uint64_t word = load_word(&f->ann.word);
+    if ((word & DN_ANN_STATE) != DN_ANN_VALID || (uint32_t)word != seq)
+        return 0;
+    uint64_t hello = load_word(&f->hello);
+    if (!(hello & DN_VALID))
+        return 0;
+    if ((uint32_t)hello != dn.pgid)
+        reject(peer, "an announcement", (uint32_t)hello);
+    /* After the word's acquire load: the body written before it. If the
+     * peer rewrites it meanwhile (revoked, a new one), the claim fails. */
+    a->token = word;
+    a->seq = seq;
+    a->context_id = f->ann.context_id;
+    a->source = f->ann.source;
+    a->tag = f->ann.tag;
+    a->cookie = f->ann.cookie;
+    a->capacity = f->ann.capacity;
+    memcpy(a->rkey, &f->ann.rkey, sizeof f->ann.rkey);
+    return 1;
+}
+
+/* HASHI_DIMMNET_ANNOUNCE_TEST_DELAY: spin (no progress) between reading an
+ * announcement and claiming it, so that tests race MPI_Cancel against the
+ * claim at will (the compare-and-swap must settle it). */
+static __attribute__((noinline, cold)) void ann_test_delay(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)dn.ann_test_delay_us);
+}
+
+/* Sender: claim it (against the peer's revoke), then tell the peer our
+ * message's tag and size; the put's notice, stored after the data, comes
+ * later still. */
+static int ann_claim(int peer, const struct hashi_am_ann *a, int32_t tag, uint64_t size)
+{
+    if (say_hello(peer) != 0)
+        return 0;
+    if (dn.ann_test_delay_us)
+        ann_test_delay();   /* testing: widen the window between reading and claiming */
+    uint64_t expected = a->token;
+    if (!__atomic_compare_exchange_n(&flags_of(peer)->ann.word, &expected,
+                                     (a->token & ~DN_ANN_STATE) | DN_ANN_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return 0;
+    struct {
+        int64_t tag;
+        uint64_t size;
+    } res = { tag, size };
+    _Static_assert(offsetof(struct dn_flag_area, ann_size) == offsetof(struct dn_flag_area, ann_tag) + 8,
+                   "the claim's result is two adjacent words");
+    if (hashi_tl(peer)->llcm_write(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann_tag)), &res,
+                                   sizeof res) != 0)
+        hashi_log("dimmnet: storing a claim's result at rank %d failed", peer);
+    hashi_dn_stats.claims++;
+    return 1;
+}
+
+/* Receiver, on the claim's notice: what the sender stored. */
+static void ann_result(int peer, int32_t *tag, uint64_t *size)
+{
+    const struct dn_flag_area *f = flags_of(peer);
+    *tag = (int32_t)__atomic_load_n(&f->ann_tag, __ATOMIC_RELAXED);
+    *size = __atomic_load_n(&f->ann_size, __ATOMIC_RELAXED);
+    hashi_dn_stats.announced++;
+}
+
+static const struct hashi_am_ann_ops dn_ann_ops = {
+    .publish = ann_publish,
+    .revoke = ann_revoke,
+    .peek = ann_peek,
+    .claim = ann_claim,
+    .result = ann_result,
+};
+
 static int send_area_answer(int src);
 
 /* Drain the queues of every peer with waiting operations, in order. */
@@ -1095,6 +1234,11 @@ static const struct hashi_pvar dn_pvars[] = {
     DN_PVAR(coll_allgathers, "allgathers on LLCM slots, stages or reads"),
     DN_PVAR(coll_slot_waits, "LLCM collectives that waited for a peer to free a slot"),
     DN_PVAR(in_place, "block sends made from the caller's memory (fabric sendv)"),
+    DN_PVAR(announces, "receives announced to their sender before its message (receive-first)"),
+    DN_PVAR(claims, "announcements this rank's sends claimed and put data into"),
+    DN_PVAR(announced, "announced receives completed by the sender's put"),
+    DN_PVAR(revokes, "announcements withdrawn by MPI_Cancel"),
+    DN_PVAR(revokes_lost, "cancels that found their announcement already claimed"),
 };
 #undef DN_PVAR
 static const struct hashi_pvar am_pvars[] = {
@@ -1170,6 +1314,7 @@ static int dn_init(char *err, size_t errlen)
         snprintf(err, errlen, "dimmnet: out of memory registering performance variables");
         return -1;
     }
+    dn.ann_test_delay_us = (size_t)hashi_param_int(HASHI_P_DIMMNET_ANNOUNCE_TEST_DELAY);
     dn.npeers = hashi_job.size;
     dn.flag_stride = (sizeof(struct dn_flag_area) + 8 * (size_t)dn.nbufs + 63) & ~(size_t)63;
     size_t llcm = (size_t)hashi_param_int(HASHI_P_DIMMNET_LLCM_SIZE);
@@ -1209,6 +1354,7 @@ static int dn_init(char *err, size_t errlen)
         .notice = dn_notice,
         .progress = hashi_dn_progress,
         .pending_from = dn_pending_from,
+        .ann = &dn_ann_ops,
     };
     const char *rndv = hashi_param_str(HASHI_P_DIMMNET_RNDV);
     enum hashi_am_rndv mode = strcasecmp(rndv, "pull") == 0     ? HASHI_AM_RNDV_GET
@@ -1232,6 +1378,32 @@ static int dn_init(char *err, size_t errlen)
     hashi_device_dimmnet.p2p = hashi_am_p2p_ops;
     hashi_dn_coll_ops(&hashi_device_dimmnet.coll);
     return 0;
+}
+
+/*
+ * Receive-first announcements (HASHI_DIMMNET_ANNOUNCE, docs/dimmnet.md): the
+ * largest receive announced to a peer on emu (0: none). on: every receive
+ * above the eager limit, up to ANNOUNCE_MAX only when it is set; off: none;
+ * auto: up to ANNOUNCE_MAX (8k) and below SPLIT_MIN, only while
+ * HASHI_DIMMNET_RNDV is auto (forced modes keep their handshake). Where the
+ * split runs both cores copy, which beats one put without the CTS round
+ * trip (4 ranks, 128 KiB / 1 MiB ping-pong 25.4-26.0 / 124-131 us split,
+ * 39.5-42.0 / 210-236 announced); from 16 KiB up to the split, 64-message
+ * windows at 8 ranks lost 2-5% while ping-pong won 4-13% ("Receive-first
+ * announcements": figures), so auto keeps to where neither lost.
+ */
+static size_t announce_max(void)
+{
+    const char *mode = hashi_param_str(HASHI_P_DIMMNET_ANNOUNCE);
+    size_t max = (size_t)hashi_param_int(HASHI_P_DIMMNET_ANNOUNCE_MAX);
+    if (strcasecmp(mode, "off") == 0)
+        return 0;
+    if (strcasecmp(mode, "on") == 0)
+        return hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max ? max : SIZE_MAX;
+    if (strcasecmp(hashi_param_str(HASHI_P_DIMMNET_RNDV), "auto") != 0)
+        return 0;
+    size_t split = (size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN);
+    return split && max >= split ? split - 1 : max;
 }
 
 /* An eager limit as the core applies it: at most its own (the largest,
@@ -1260,6 +1432,7 @@ static int dn_connect(char *err, size_t errlen)
      * after a CTS (HASHI_DIMMNET_FABRIC_RNDV, unless HASHI_DIMMNET_RNDV is set). */
     int net_get = !hashi_param_is_set(HASHI_P_DIMMNET_RNDV) &&
                   strcasecmp(hashi_param_str(HASHI_P_DIMMNET_FABRIC_RNDV), "pull") == 0;
+    size_t ann_max = announce_max();
     for (int r = 0; r < dn.npeers; r++) {
         struct dn_peer *p = &dn.peers[r];
         int net = hashi_tl(r) && hashi_tl(r)->id == HASHI_TL_FABRIC;
@@ -1277,6 +1450,10 @@ static int dn_connect(char *err, size_t errlen)
         hashi_am_core_set_peer_eager(r, core_capped(net ? dn.net_eager : dn.eager));
         if (!net)   /* a read is one local copy (CMA) only on emu */
             hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
+        /* Announcements need the peer's LLCM word swapped without it (emu); over fabric an
+         * announced buffer could not be revoked, so those receives wait for the RTS. */
+        p->ann_ok = ann_max && !net && r != hashi_job.rank && tl && tl->llcm_write && tl->llcm_cmpxchg &&
+                    hashi_am_core_set_peer_announce(r, ann_max) == 0;
     }
     size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
     if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
@@ -1311,11 +1488,14 @@ static void print_stats(void)
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
             " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
-            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64 "\n",
+            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64
+            " announces %" PRIu64 " claims %" PRIu64 " announced %" PRIu64 " revokes %" PRIu64
+            " revokes_lost %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts);
+            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts,
+            s->announces, s->claims, s->announced, s->revokes, s->revokes_lost);
 }
 
 static void dn_finalize(void)

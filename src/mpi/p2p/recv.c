@@ -45,6 +45,8 @@ int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MP
     req->tag = tag;
     req->context_id = context_id;
     req->match = (struct hashi_match){ .context_id = context_id, .source = source, .tag = tag };
+    /* The source's world rank (-1: any), for devices that address it before a match. */
+    req->dest_world = source >= 0 ? hashi_comm_to_world(comm, source) : -1;
     if (source == MPI_PROC_NULL) {
         req->flags |= HASHI_REQF_PROC_NULL;
         return MPI_SUCCESS;

@@ -606,6 +606,18 @@ static int emu_llcm_fetch_add(int peer, uint64_t offset, uint64_t add, uint64_t 
     return 0;
 }
 
+static int emu_llcm_cmpxchg(int peer, uint64_t offset, uint64_t expected, uint64_t desired, uint64_t *old)
+{
+    if (offset % 8 || offset > emu.cfg.llcm_size - 8)
+        return -EINVAL;
+    struct emu_peer *p = &emu.peer[emu.local_of[peer]];
+    uint64_t e = expected;
+    __atomic_compare_exchange_n((uint64_t *)(void *)((unsigned char *)p->hdr + p->hdr->llcm_off + offset), &e, desired,
+                                0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    *old = e;
+    return 0;
+}
+
 static void *emu_stage(int peer, size_t *size)
 {
     const struct emu_peer *p = &emu.peer[emu.local_of[peer]];
@@ -624,6 +636,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .tiny_write = emu_tiny_write,
     .llcm_write = emu_llcm_write,
     .llcm_fetch_add = emu_llcm_fetch_add,
+    .llcm_cmpxchg = emu_llcm_cmpxchg,
     .stage = emu_stage,
     .block_alloc = emu_block_alloc,
     .block_kick = emu_block_kick,
