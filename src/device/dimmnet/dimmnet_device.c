@@ -1276,11 +1276,11 @@ static void print_stats(void)
             " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
             " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
             " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
-            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64 "\n",
+            " llcm_nb_colls %" PRIu64 " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64 "\n",
             hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
             s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
             s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts);
+            s->counter_barriers, s->coll_nb_ops, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts);
 }
 
 static void dn_finalize(void)
