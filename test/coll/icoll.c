@@ -4,7 +4,7 @@
  * HASHI_DIMMNET_COLL_MAX bytes and a few slots per peer), every result
  * checked against its serial value:
  *  - DEPTH (more than any device's slot ring) Ibarrier / Ibcast / Iallreduce
- *    / Ireduce on one communicator, completed in reverse order, by Waitany,
+ *    / Ireduce / Iallgather / Ialltoall on one communicator, completed in reverse order, by Waitany,
  *    and by Testsome while point-to-point messages go round a ring;
  *  - DEPTH Ibcasts from one root, the receivers completing them in reverse;
  *  - blocking collectives on the same communicator between them (one
@@ -26,6 +26,8 @@
 
 #define DEPTH 32       /* outstanding at once on one communicator */
 #define VEC 3          /* int64 elements of a small reduction */
+#define MAXRANKS 16    /* an allgather's / alltoall's blocks fit a call's buffers */
+#define KINDS 6
 #define BIG 4096       /* int64 elements: above any device slot */
 
 static int wrank, wsize;
@@ -46,9 +48,9 @@ static int64_t sum_over(int n, const int *world_of, int tag, int i)
 
 /* One nonblocking call of a mix of kinds on comm, its buffers and what it must give. */
 struct call {
-    int kind;          /* 0 barrier, 1 bcast, 2 allreduce, 3 reduce */
+    int kind;          /* 0 barrier, 1 bcast, 2 allreduce, 3 reduce, 4 allgather, 5 alltoall */
     int tag, root;
-    int64_t in[VEC], out[VEC];
+    int64_t in[MAXRANKS], out[MAXRANKS];
 };
 
 struct commx {
@@ -80,7 +82,7 @@ static void start_call(const struct commx *x, struct call *c, int kind, int tag,
     c->kind = kind;
     c->tag = tag;
     c->root = tag % x->size;
-    for (int i = 0; i < VEC; i++) {
+    for (int i = 0; i < MAXRANKS; i++) {
         c->in[i] = contrib(x->world_of[x->rank], tag, i);
         c->out[i] = -1;
     }
@@ -96,8 +98,14 @@ static void start_call(const struct commx *x, struct call *c, int kind, int tag,
     case 2:
         CHECK_MPI(MPI_Iallreduce(c->in, c->out, VEC, MPI_INT64_T, MPI_SUM, x->comm, req));
         break;
-    default:
+    case 3:
         CHECK_MPI(MPI_Ireduce(c->in, c->out, VEC, MPI_INT64_T, MPI_SUM, c->root, x->comm, req));
+        break;
+    case 4:
+        CHECK_MPI(MPI_Iallgather(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, x->comm, req));
+        break;
+    default:   /* block j of `in` goes to member j */
+        CHECK_MPI(MPI_Ialltoall(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, x->comm, req));
         break;
     }
 }
@@ -118,6 +126,15 @@ static void check_call(const struct commx *x, const struct call *c, const char *
                   c->kind == 2 ? "Iallreduce" : "Ireduce", c->tag, i, (long long)c->out[i],
                   (long long)sum_over(x->size, x->world_of, c->tag, i));
         break;
+    case 4:
+    case 5:
+        for (int j = 0; j < x->size; j++) {
+            /* allgather: member j's element 0; alltoall: member j's element for us */
+            int64_t want = contrib(x->world_of[j], c->tag, c->kind == 4 ? 0 : x->rank);
+            CHECK(c->out[j] == want, "%s: %s %d block %d gave %lld, not %lld", what,
+                  c->kind == 4 ? "Iallgather" : "Ialltoall", c->tag, j, (long long)c->out[j], (long long)want);
+        }
+        break;
     default:
         break;
     }
@@ -130,7 +147,7 @@ static void deep(const struct commx *x, int round, int how)
     struct call calls[DEPTH];
     MPI_Request reqs[DEPTH];
     for (int k = 0; k < DEPTH; k++)
-        start_call(x, &calls[k], (k + round + how) % 4, round * 1000 + how * 100 + k, &reqs[k]);
+        start_call(x, &calls[k], (k + round + how) % KINDS, round * 1000 + how * 100 + k, &reqs[k]);
     if (how == 0) {
         for (int k = DEPTH - 1; k >= 0; k--)
             CHECK_MPI(MPI_Wait(&reqs[k], MPI_STATUS_IGNORE));
@@ -186,7 +203,7 @@ static void mixed(const struct commx *x, int round)
     MPI_Request reqs[DEPTH];
     int n = 0;
     for (int k = 0; k < DEPTH; k++) {
-        start_call(x, &calls[n], k % 4, 50000 + round * 100 + k, &reqs[n]);
+        start_call(x, &calls[n], k % KINDS, 50000 + round * 100 + k, &reqs[n]);
         n++;
         if (k % 5 == 4) {
             int64_t v = x->rank == k % x->size ? contrib(k, round, 1) : -1, s = contrib(x->world_of[x->rank], k, 2), t;
@@ -215,7 +232,8 @@ static void concurrent(struct commx *xs, int nx, int round)
         for (int j = 0; j < nx; j++) {
             /* odd world ranks take the communicators in reverse */
             int which = wrank % 2 ? nx - 1 - j : j;
-            start_call(&xs[which], &calls[which][k], (k + which) % 4, 70000 + round * 100 + k, &reqs[which * PER + k]);
+            start_call(&xs[which], &calls[which][k], (k + which) % KINDS, 70000 + round * 100 + k,
+                       &reqs[which * PER + k]);
             n++;
         }
     /* complete from the last communicator down */
@@ -253,7 +271,7 @@ static void persistent(const struct commx *x, int rounds)
             for (int j = 0; j < 4; j++) {
                 CHECK_MPI(MPI_Start(&p[j]));
                 if (j == 1) {
-                    start_call(x, &extra, it % 4, 90000 + it, &r);
+                    start_call(x, &extra, it % KINDS, 90000 + it, &r);
                 }
             }
             for (int j = 3; j >= 0; j--)
@@ -318,6 +336,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Init(&argc, &argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    CHECK(wsize <= MAXRANKS, "at most %d ranks", MAXRANKS);
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
 
     MPI_Comm dup1, dup2, half, rev;

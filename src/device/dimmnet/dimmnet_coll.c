@@ -1650,10 +1650,17 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
         if (!co.coll_on || !r || !(fn = reduction_kernel(a->type, a->op, a->count, &bytes)) || bytes > r->payload)
             return HASHI_DEVICE_COLL_DECLINE;
         break;
+    case HASHI_DEVICE_OP_ALLTOALL:
+    case HASHI_DEVICE_OP_ALLGATHER:
+        if (!co.coll_on || !r || bytes > r->payload)
+            return HASHI_DEVICE_COLL_DECLINE;
+        break;
     default:
         return HASHI_DEVICE_COLL_DECLINE;
     }
     int n = c->size;
+    if (n < 2)
+        return HASHI_DEVICE_COLL_DECLINE;
     dn_op *op = calloc(1, sizeof *op + (size_t)n * (sizeof(uint64_t) + sizeof(int)));
     if (!op || !comm_state(c)) {
         free(op);
@@ -1675,6 +1682,7 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
     op->send = a->kind == HASHI_DEVICE_OP_BCAST ? a->recvbuf : a->sendbuf;
     op->recv = a->recvbuf;
     op->bytes = bytes;
+    op->each = a->kind == HASHI_DEVICE_OP_ALLTOALL ? bytes : 0;
     op->count = (size_t)a->count;
     op->fn = fn;
     op->phase = PH_IDLE;
@@ -1705,6 +1713,8 @@ static int dn_op_progress(dn_op *op, int *done)
         switch (op->kind) {
         case HASHI_DEVICE_OP_BARRIER: hashi_dn_stats.barriers++; break;
         case HASHI_DEVICE_OP_BCAST: hashi_dn_stats.coll_bcasts++; break;
+        case HASHI_DEVICE_OP_ALLTOALL: hashi_dn_stats.coll_alltoalls++; break;
+        case HASHI_DEVICE_OP_ALLGATHER: hashi_dn_stats.coll_allgathers++; break;
         default: hashi_dn_stats.coll_allreduces++; break;   /* reduce included, as for the blocking ones */
         }
     }
