@@ -44,6 +44,11 @@
  * barrier epoch into word k of rank (i + 2^k) mod n and waits until its own
  * word k holds at least that epoch; one writer per word and growing epochs
  * make a fast rank's early store of the next epoch harmless.
+ *
+ * Nonblocking and persistent collectives (the device's op_* entries) run
+ * the same flat collectives, the counter and the dissemination barrier as
+ * state machines (op_step) on a channel per communicator: see "Channels"
+ * and the machines below. A blocking call runs the same machine to its end.
  */
 #include "device/dimmnet/dimmnet.h"
 #include "mpi/coll/op.h"
@@ -1004,16 +1009,11 @@ static void withdraw(const int *readers, const uint64_t *seq, int posted, struct
     hashi_transport_mem_dereg(mem);
 }
 
-/* A reader's contribution i (comm rank) once it arrived: in the slot, or
- * read into dst. */
-static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int in_slot, int *rc)
+/* Member i's (comm rank) offered contribution, read into dst. */
+static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int *rc)
 {
-    if (!in_slot) {
-        *rc = read_offered(i, dst, bytes, 0);
-        return dst;
-    }
-    wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-    return data_from(co.member[i], co.seq[i]);
+    *rc = read_offered(i, dst, bytes, 0);
+    return dst;
 }
 
 /* Every other member of c as a reader of our buffer, the next rank first
@@ -1470,12 +1470,12 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         if (n - 1 == me)
             memcpy(acc, mine, bytes);
         else
-            contribution(n - 1, acc, bytes, 0, &rc);
+            contribution(n - 1, acc, bytes, &rc);
         unsigned char *tmp = reduce_scratch(bytes);
         if (!tmp && rc == MPI_SUCCESS)
             rc = MPI_ERR_NO_MEM;
         for (int i = n - 2; i >= 0 && rc == MPI_SUCCESS; i--) {
-            const unsigned char *x = i == me ? mine : contribution(i, tmp, bytes, 0, &rc);
+            const unsigned char *x = i == me ? mine : contribution(i, tmp, bytes, &rc);
             if (rc == MPI_SUCCESS)
                 fn(x, acc, (size_t)count);
         }
