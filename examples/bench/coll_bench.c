@@ -28,6 +28,13 @@
  * milliseconds per call, and the full table must still finish.
  */
 #include <mpi.h>
+#if MPI_VERSION < 4 && defined(OPEN_MPI)
+/* Open MPI 4's persistent collectives are its MPIX extension. */
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define MPI_Barrier_init MPIX_Barrier_init
+#endif
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -126,6 +126,7 @@ static struct {
     int *stage_reader;
     uint64_t *stage_seq;
     int stage_readers;
+    struct hashi_device_coll_op *op_cache;   /* freed operation objects, for reuse */
 } co;
 
 /* ------------------------------------------------------------ layout */
@@ -698,8 +699,8 @@ static int op_step_pred(void *arg)
 /* A blocking run: start, wait until done. */
 static int run_now(dn_op *op)
 {
-    op_begin(op);
-    if (!op_step(op))
+    op_begin(op);   /* has taken the first step */
+    if (op->phase != PH_DONE)
         hashi_progress_wait_until(op_step_pred, op);
     return op->error;
 }
@@ -1661,13 +1662,20 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
     int n = c->size;
     if (n < 2)
         return HASHI_DEVICE_COLL_DECLINE;
-    dn_op *op = calloc(1, sizeof *op + (size_t)n * (sizeof(uint64_t) + sizeof(int)));
+    /* Objects of co.max_ranks members, kept for reuse: a small nonblocking
+     * call costs no malloc (the schedule engine's own objects are cached too). */
+    dn_op *op = co.op_cache;
+    if (op)
+        co.op_cache = op->next;
+    else
+        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + sizeof(int)));
     if (!op || !comm_state(c)) {
         free(op);
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     }
+    memset(op, 0, sizeof *op);
     op->seq = (uint64_t *)(void *)(op + 1);
-    op->member = (int *)(void *)(op->seq + n);
+    op->member = (int *)(void *)(op->seq + co.max_ranks);
     if (flat)
         memcpy(op->member, co.member, (size_t)n * sizeof *op->member);
     op->kind = (int)a->kind;
@@ -1723,7 +1731,8 @@ static int dn_op_progress(dn_op *op, int *done)
 
 static void dn_op_free(dn_op *op)
 {
-    free(op);
+    op->next = co.op_cache;
+    co.op_cache = op;
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -1893,6 +1902,11 @@ void hashi_dn_coll_finalize(void)
     free(co.blk.peer);
     free(co.chan ? co.chan[0].peer : NULL);
     free(co.chan);
+    while (co.op_cache) {
+        struct hashi_device_coll_op *op = co.op_cache;
+        co.op_cache = op->next;
+        free(op);
+    }
     free(co.scratch);
     free(co.readers);
     free(co.sources);
