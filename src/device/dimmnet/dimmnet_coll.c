@@ -213,7 +213,7 @@ static int consumed(void *arg)
  * took everything (*need, 0 before the first try), so that the next
  * slots - 1 stores need no wait: one hand-over per ring, not one per call.
  */
-static int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
+static inline __attribute__((always_inline)) int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
 {
     struct coll_peer *p = &r->peer[w];
     if (bytes == 0 || ring_consumed(r, w, p->payload[seq & (r->slots - 1)])) {
@@ -234,7 +234,7 @@ static int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t 
  * the flag (issue order per peer makes the flag land last; a payload of up
  * to 48 bytes shares the flag's cache line in the lined layout, one miss
  * for the reader). may_post said yes. */
-static int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
+static inline __attribute__((always_inline)) int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
 {
     struct coll_peer *p = &r->peer[w];
     uint64_t off = ring_slot(r, co.my_index, seq);
@@ -286,7 +286,7 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
  * sequence, never a bit: a stale slot holds seq - slots or less; a larger
  * one is a later flag-only store over ours); then it also finished every
  * earlier pair collective. */
-static int ring_arrived(struct ring *r, int w, uint64_t seq)
+static inline __attribute__((always_inline)) int ring_arrived(struct ring *r, int w, uint64_t seq)
 {
     if (load(ring_slot(r, co.local_index[w], seq)) < seq)
         return 0;
@@ -457,7 +457,7 @@ static int op_target(const dn_op *op, int k)
 
 /* Start running: take the pair sequences (ring), the generation (counter)
  * or the epoch (dissemination). */
-static void op_activate(dn_op *op)
+static inline __attribute__((always_inline)) void op_activate(dn_op *op)
 {
     op->k = 1;
     op->need = 0;
@@ -524,7 +524,7 @@ static int op_fail(dn_op *op, int rc)
 }
 
 /* The slot variant: stores to the targets, then the arrivals we need. */
-static int step_slots(dn_op *op)
+static inline __attribute__((always_inline)) int step_slots(dn_op *op)
 {
     struct ring *r = op->ring;
     int rc;
