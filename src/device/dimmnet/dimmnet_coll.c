@@ -1705,6 +1705,14 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
 static int dn_op_start(dn_op *op)
 {
     struct dn_comm_sync *st = op->st;
+    /* As the blocking calls do: a rooted call after a blocking barrier makes
+     * the next blocking barrier rooted there (follows_barrier), so that an
+     * oversubscribed root leaves it first (4 ranks on 2 cores, Ibcast + Wait
+     * between barriers: 6-12 -> 1.0-1.2 us). */
+    if (op->kind != HASHI_DEVICE_OP_BARRIER && st->after_barrier) {
+        st->after_barrier = 0;
+        st->next_root = op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE ? op->root : -1;
+    }
     if (op->kind == HASHI_DEVICE_OP_BARRIER && op->variant != V_DISSEM)
         op->variant = barrier_kind() == BARRIER_COUNTER && co.sync_ok && st->agreed && st->slot >= 0 ? V_COUNTER
                                                                                                      : V_SLOTS;
