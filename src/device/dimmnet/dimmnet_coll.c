@@ -1708,7 +1708,7 @@ static int dn_op_start(dn_op *op)
     /* As the blocking calls do: a rooted call after a blocking barrier makes
      * the next blocking barrier rooted there (follows_barrier), so that an
      * oversubscribed root leaves it first (4 ranks on 2 cores, Ibcast + Wait
-     * between barriers: 6-12 -> 1.0-1.2 us). */
+     * between barriers: 5-12 -> 1.0-1.2 us). */
     if (op->kind != HASHI_DEVICE_OP_BARRIER && st->after_barrier) {
         st->after_barrier = 0;
         st->next_root = op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE ? op->root : -1;
