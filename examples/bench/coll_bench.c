@@ -10,6 +10,10 @@
  *   allreduce    MPI_Allreduce of SIZE bytes of MPI_FLOAT, MPI_SUM
  *   alltoall     MPI_Alltoall, SIZE bytes to and from every rank
  *   allgather    MPI_Allgather, SIZE bytes from every rank
+ *   ibarrier     MPI_Ibarrier + MPI_Wait
+ *   ibcast       MPI_Ibcast + MPI_Wait (as bcast)
+ *   iallreduce   MPI_Iallreduce + MPI_Wait (as allreduce)
+ *   pbarrier     MPI_Start + MPI_Wait of one MPI_Barrier_init request
  *
  * Sizes are 8 bytes and the powers of 4 from 16 bytes up to max_bytes
  * (default 4 MiB). For each size: warm-up calls, then each call is timed on
@@ -24,12 +28,21 @@
  * milliseconds per call, and the full table must still finish.
  */
 #include <mpi.h>
+#if MPI_VERSION < 4 && defined(OPEN_MPI)
+/* Open MPI 4's persistent collectives are its MPIX extension. */
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define MPI_Barrier_init MPIX_Barrier_init
+#endif
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER };
-static const char *const bench_names[] = {"barrier", "bcast", "reduce", "allreduce", "alltoall", "allgather"};
+enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER, IBARRIER, IBCAST, IALLREDUCE, PBARRIER };
+static const char *const bench_names[] = {"barrier",  "bcast",  "reduce",     "allreduce", "alltoall",
+                                          "allgather", "ibarrier", "ibcast", "iallreduce", "pbarrier"};
+static MPI_Request persistent = MPI_REQUEST_NULL;   /* pbarrier's */
 
 /* Calls to time at one size: fewer for large messages, so a whole run stays
  * within a few seconds even with ranks oversubscribing the cores. */
@@ -50,7 +63,24 @@ static int iterations(size_t bytes, int ranks)
 static void run_once(enum bench b, char *send, char *recv, size_t bytes)
 {
     int count = (int)bytes;
+    MPI_Request req;
     switch (b) {
+    case IBARRIER:
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+    case IBCAST:
+        MPI_Ibcast(send, count, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+    case IALLREDUCE:
+        MPI_Iallreduce(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+    case PBARRIER:
+        MPI_Start(&persistent);
+        MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+        break;
     case BARRIER:
         MPI_Barrier(MPI_COMM_WORLD);
         break;
@@ -90,7 +120,7 @@ static double measure(enum bench b, char *send, char *recv, size_t bytes, int ra
     for (int i = 2; i < warm; i++)
         run_once(b, send, recv, bytes);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (b == BARRIER) {
+    if (b == BARRIER || b == IBARRIER || b == PBARRIER) {
         /* Back to back: a barrier between barriers would measure itself. */
         t0 = MPI_Wtime();
         for (int i = 0; i < iters; i++)
@@ -117,7 +147,8 @@ int main(int argc, char **argv)
             which = i;
     if (which < 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: coll_bench barrier|bcast|reduce|allreduce|alltoall|allgather [max_bytes [ms_per_size]]\n");
+            fprintf(stderr, "usage: coll_bench barrier|bcast|reduce|allreduce|alltoall|allgather|ibarrier|ibcast|"
+                            "iallreduce|pbarrier [max_bytes [ms_per_size]]\n");
         MPI_Finalize();
         return 2;
     }
@@ -140,7 +171,9 @@ int main(int argc, char **argv)
                bench_names[b], ranks);
     size_t sizes[32];
     int nsizes = 0;
-    if (b == BARRIER)
+    if (b == PBARRIER)
+        MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+    if (b == BARRIER || b == IBARRIER || b == PBARRIER)
         sizes[nsizes++] = 0;
     else {
         sizes[nsizes++] = 8;
@@ -155,6 +188,8 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
+    if (persistent != MPI_REQUEST_NULL)
+        MPI_Request_free(&persistent);
     free(send);
     free(recv);
     MPI_Finalize();

@@ -9,8 +9,9 @@ the ratio of each Hashi cell to the better peer.
   common: [--cells CELL,...] [--no-peers] [--repeat N]
 
 p2p runs p2p_bench.c (ping-pong, bandwidth, message rate); coll runs
-coll_bench.c (barrier, bcast, reduce, allreduce, alltoall, allgather) at each
-rank count; launch times `mpirun -n N hello` with hyperfine.
+coll_bench.c (barrier, bcast, reduce, allreduce, alltoall, allgather; by
+--modes also ibarrier, ibcast, iallreduce: Ixxx + Wait, and pbarrier:
+Start + Wait of a persistent barrier) at each rank count; launch times `mpirun -n N hello` with hyperfine.
 
 A cell is either the name of a line of test/cells (default, ofi_tcp,
 dimmnet_emu, ...; `all` is every line) or DEVICE[:FI_PROVIDER[:KEY=VALUE...]]
@@ -33,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CELLS_FILE = os.path.join(HERE, "..", "..", "test", "cells")
 HIGHER_IS_BETTER = {"latency": False, "paper": False, "bw": True, "bibw": True, "mrate": True,
                     "barrier": False, "bcast": False, "reduce": False, "allreduce": False,
-                    "alltoall": False, "allgather": False}
+                    "alltoall": False, "allgather": False, "ibarrier": False, "ibcast": False,
+                    "iallreduce": False, "pbarrier": False}
 UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s"}  # everything else: us
 DEFAULTS = {  # what: (source, ranks, modes, cells, repeat)
     "p2p": ("p2p_bench.c", "2", "latency,bw,bibw,mrate", "ofi:shm,ofi:tcp", 3),

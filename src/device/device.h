@@ -130,6 +130,31 @@ struct hashi_device_p2p_ops {
  */
 #define HASHI_DEVICE_COLL_DECLINE (-1)
 struct MPI_ABI_Comm;
+
+/* One collective call offered to a device as an operation object (op_init
+ * below). Only the fields of the kind are meaningful; bytes is the whole
+ * message (bcast), vector (reductions) or one rank's block (alltoall,
+ * allgather). */
+enum hashi_device_coll_kind {
+    HASHI_DEVICE_OP_BARRIER,
+    HASHI_DEVICE_OP_BCAST,
+    HASHI_DEVICE_OP_ALLREDUCE,
+    HASHI_DEVICE_OP_REDUCE,
+    HASHI_DEVICE_OP_ALLTOALL,
+    HASHI_DEVICE_OP_ALLGATHER,
+};
+struct hashi_device_coll_args {
+    enum hashi_device_coll_kind kind;
+    struct MPI_ABI_Comm *comm;
+    const void *sendbuf;
+    void *recvbuf;        /* bcast: the buffer */
+    size_t bytes;
+    MPI_Count count;      /* reductions: count elements of the basic type `type` */
+    MPI_Datatype type;
+    MPI_Op op;
+    int root;             /* bcast, reduce */
+};
+struct hashi_device_coll_op;   /* the device's */
 struct hashi_device_coll_ops {
     int (*barrier)(struct MPI_ABI_Comm *comm);
     int (*bcast)(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *comm);
@@ -157,6 +182,29 @@ struct hashi_device_coll_ops {
     /* Releases what the device keeps in comm->device_state (called as the
      * communicator goes, and for the predefined ones at MPI_Finalize). */
     void (*comm_free)(struct MPI_ABI_Comm *comm);
+
+    /*
+     * Nonblocking and persistent collectives (optional: all four or none).
+     * The schedule engine runs them as one step, a *device operation*
+     * (src/mpi/coll/sched.c): op_init makes the operation object for one
+     * call when the device takes it (the same shared-ground rule as the
+     * blocking entries: decline only on what every member sees alike, and
+     * callers offer only so; data contiguous, at most max_bytes, sendbuf
+     * never MPI_IN_PLACE nor recvbuf), HASHI_DEVICE_COLL_DECLINE, or an
+     * error class. op_start begins one run (every run of a persistent
+     * request, after the previous one completed); op_progress advances it
+     * without waiting and sets *done once it has completed, returning
+     * MPI_SUCCESS or the error class that failed it. op_free releases an
+     * operation that is not running. Runs on one communicator follow the
+     * order of their op_start, which is the communicator's collective order
+     * (blocking calls included); they may complete in any order for the
+     * program, and the device may have a run wait inside its own state
+     * (never in op_start) for an earlier one.
+     */
+    int (*op_init)(const struct hashi_device_coll_args *args, struct hashi_device_coll_op **op);
+    int (*op_start)(struct hashi_device_coll_op *op);
+    int (*op_progress)(struct hashi_device_coll_op *op, int *done);
+    void (*op_free)(struct hashi_device_coll_op *op);
 };
 
 struct hashi_device_ops {

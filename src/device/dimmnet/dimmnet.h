@@ -53,7 +53,10 @@ struct dn_area_msg {
  *                                  after the last flag area
  *   sync_base = coll_base +        counter barriers (dimmnet_coll.c), if
  *     local ranks * coll_stride    they fit: DN_SYNC_SLOTS counter lines,
- *                                  then DN_SYNC_SLOTS release words    */
+ *                                  then DN_SYNC_SLOTS release words
+ *   chan_base (next 64 bytes)      DN_CHANNELS channels, if they fit: each
+ *     + ch * local * chan_stride   one collective area per local rank of
+ *                                  DN_CHANNEL_SLOTS packed slots      */
 #define DN_BARRIER_ROUNDS 32
 #define DN_BARRIER_BYTES (DN_BARRIER_ROUNDS * 8)
 #define DN_FLAGS_BASE 512
@@ -125,6 +128,10 @@ struct dn_flag_area {
 #define DN_COLL_HDR 16
 #define DN_COLL_SLOTS_MAX 8   /* how far a broadcast root may run ahead */
 #define DN_COLL_ALIGN 16   /* payloads are reduced in place: aligned like any basic type */
+/* Channels (dimmnet_coll.c): the nonblocking and persistent collectives'
+ * rings, one per communicator, after the counter barriers' words. */
+#define DN_CHANNELS 16
+#define DN_CHANNEL_SLOTS 4
 
 /* Counters (HASHI_DIMMNET_STATS prints them at MPI_Finalize). */
 struct dn_stats {
@@ -133,6 +140,7 @@ struct dn_stats {
     /* LLCM collectives (barriers above counts both barrier kinds) */
     uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits, coll_allgathers;
     uint64_t counter_barriers;   /* of barriers: those on an LLCM counter */
+    uint64_t coll_nb_ops;        /* nonblocking / persistent runs on LLCM (also counted by kind above) */
     uint64_t staged_bcasts;      /* of coll_bcasts: through the root's stage */
     uint64_t in_place;           /* of botf: sent from the caller's memory (block_sendv) */
     /* receive-first announcements: published (as receiver), claimed (as

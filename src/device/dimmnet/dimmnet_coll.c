@@ -44,10 +44,16 @@
  * barrier epoch into word k of rank (i + 2^k) mod n and waits until its own
  * word k holds at least that epoch; one writer per word and growing epochs
  * make a fast rank's early store of the next epoch harmless.
+ *
+ * Nonblocking and persistent collectives (the device's op_* entries) run
+ * the same flat collectives, the counter and the dissemination barrier as
+ * state machines (op_step) on a channel per communicator: see "Channels"
+ * and the machines below. A blocking call runs the same machine to its end.
  */
 #include "device/dimmnet/dimmnet.h"
 #include "mpi/coll/op.h"
 #include "mpi/datatype.h"
+#include "mpi/comm.h"
 #include "mpi/mpi_impl.h"
 #include "mpi/p2p.h"
 #include "runtime/log.h"
@@ -59,7 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What this rank knows of one peer on the node. */
+/* What this rank knows of one peer on the node, in one ring (below). */
 struct coll_peer {
     uint64_t seq;          /* pair sequence of the last collective we exchanged data in */
     uint64_t done;         /* the peer finished every pair collective up to this one */
@@ -67,20 +73,36 @@ struct coll_peer {
     uint64_t newest;       /* pair sequence of our newest payload there */
 };
 
+/*
+ * A ring: one collective area per local rank in every rank's LLCM (slots
+ * of flag + payload, an ack word), and what this rank knows of each peer's
+ * use of its own. The blocking collectives share one ring (pair sequences
+ * across every communicator); each channel is a ring of its own, which
+ * only one communicator of ours uses at a time (see "Channels" below).
+ */
+struct ring {
+    uint64_t base, stride;   /* the area of local index l: base + l * stride */
+    size_t hdr;              /* the area's ack word up to the first slot */
+    size_t slot_bytes;       /* flag word, payload */
+    size_t payload;          /* bytes of a slot's payload */
+    unsigned slots;          /* slots per area: a power of two */
+    struct coll_peer *peer;  /* per world rank */
+};
+
+struct dn_comm_sync;
+
 static struct {
     int flat;              /* the collective areas fit the LLCM: flat collectives run */
+    int barrier_on, coll_on;   /* HASHI_DIMMNET_BARRIER, HASHI_DIMMNET_COLL */
     size_t max_bytes;      /* HASHI_DIMMNET_COLL_MAX: payload bound per contribution */
     int max_ranks;         /* HASHI_DIMMNET_COLL_RANKS */
-    size_t payload;        /* bytes of a slot's payload */
-    size_t slot_bytes;     /* flag word, payload; whole cache lines when they fit (dimmnet.h) */
-    size_t hdr;            /* the area's ack word up to the first slot */
-    unsigned slots;        /* slots per area: a power of two, 2 .. DN_COLL_SLOTS_MAX */
-    size_t base, stride;   /* the area of local index l: base + l * stride */
+    struct ring blk;       /* the blocking collectives' ring */
+    struct ring *chan;     /* the channels (nchan of them, or none) */
+    unsigned nchan;
     int my_index;
     int *local_index;      /* world rank -> local index, -1 off the node */
-    struct coll_peer *peer;  /* per world rank */
     unsigned char *llcm;
-    /* the running collective: members (world ranks) and pair sequences, by comm rank */
+    /* the running blocking collective: members (world ranks) and pair sequences, by comm rank */
     int *member;
     uint64_t *seq;
     uint64_t *seq_in;      /* reduce_segments: co.seq of its first step */
@@ -104,18 +126,24 @@ static struct {
     int *stage_reader;
     uint64_t *stage_seq;
     int stage_readers;
+    struct hashi_device_coll_op *op_cache;   /* freed operation objects, for reuse */
 } co;
 
 /* ------------------------------------------------------------ layout */
 
-static uint64_t area_off(int index)
+static uint64_t ring_area(const struct ring *r, int index)
 {
-    return co.base + (uint64_t)index * co.stride;
+    return r->base + (uint64_t)index * r->stride;
 }
 
-static uint64_t slot_off(int index, uint64_t seq)
+static uint64_t ring_slot(const struct ring *r, int index, uint64_t seq)
 {
-    return area_off(index) + co.hdr + (seq & (co.slots - 1)) * co.slot_bytes;
+    return ring_area(r, index) + r->hdr + (seq & (r->slots - 1)) * r->slot_bytes;
+}
+
+static uint64_t area_off(int index)
+{
+    return ring_area(&co.blk, index);
 }
 
 static uint64_t load(uint64_t offset)
@@ -124,15 +152,20 @@ static uint64_t load(uint64_t offset)
 }
 
 /* What peer w stored for pair sequence seq in our LLCM. */
-static const unsigned char *data_from(int w, uint64_t seq)
+static const unsigned char *ring_data(const struct ring *r, int w, uint64_t seq)
 {
-    return co.llcm + slot_off(co.local_index[w], seq) + DN_COLL_ALIGN;
+    return co.llcm + ring_slot(r, co.local_index[w], seq) + DN_COLL_ALIGN;
 }
 
-static void learn_done(int w, uint64_t k)
+static const unsigned char *data_from(int w, uint64_t seq)
 {
-    if (k > co.peer[w].done)
-        co.peer[w].done = k;
+    return ring_data(&co.blk, w, seq);
+}
+
+static void ring_learn(struct ring *r, int w, uint64_t k)
+{
+    if (k > r->peer[w].done)
+        r->peer[w].done = k;
 }
 
 /* ------------------------------------------------------------ stores */
@@ -150,42 +183,61 @@ static int store(int peer, uint64_t offset, uint64_t value)
     return MPI_SUCCESS;
 }
 
+/* Whether w consumed our payloads in r up to pair sequence `need` (its ack
+ * word tells what our broadcasts alone cannot). */
+static int ring_consumed(struct ring *r, int w, uint64_t need)
+{
+    if (r->peer[w].done >= need)
+        return 1;
+    ring_learn(r, w, load(ring_area(r, co.local_index[w])));
+    return r->peer[w].done >= need;
+}
+
 struct consumed_wait {
     int w;
     uint64_t need;
 };
 
-/* Whether w consumed our payloads up to pair sequence `need` (its ack word
- * tells what our broadcasts alone cannot). */
 static int consumed(void *arg)
 {
     const struct consumed_wait *cw = arg;
-    struct coll_peer *p = &co.peer[cw->w];
-    if (p->done >= cw->need)
-        return 1;
-    learn_done(cw->w, load(area_off(co.local_index[cw->w])));
-    return p->done >= cw->need;
+    return ring_consumed(&co.blk, cw->w, cw->need);
 }
 
-/* Our contribution for pair sequence seq into w's slot: payload words, then
- * the flag (issue order per peer makes the flag land last; a payload of up
- * to 48 bytes shares the flag's cache line, one miss for the reader). A flag alone
- * (barrier) may overwrite an unread flag: readers wait for ">= their
- * sequence", and the payload under it stays; a payload must wait until the
- * previous one in that slot was consumed. */
-static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
+/*
+ * Whether our contribution of `bytes` for pair sequence seq may go into
+ * w's slot now. A flag alone (barrier) may overwrite an unread flag:
+ * readers wait for ">= their sequence", and the payload under it stays; a
+ * payload must wait until the previous one in that slot was consumed. When
+ * the ring is full (a root running ahead) the writer waits until the peer
+ * took everything (*need, 0 before the first try), so that the next
+ * slots - 1 stores need no wait: one hand-over per ring, not one per call.
+ */
+static inline __attribute__((always_inline)) int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
 {
-    struct coll_peer *p = &co.peer[w];
-    struct consumed_wait cw = { w, p->payload[seq & (co.slots - 1)] };
-    if (bytes > 0 && !consumed(&cw)) {
-        /* The ring is full (a root running ahead): wait until the peer took
-         * everything, so that the next slots - 1 stores need no wait: one
-         * hand-over per ring, not one per call. */
-        hashi_dn_stats.coll_slot_waits++;
-        cw.need = p->newest;
-        hashi_progress_wait_until(consumed, &cw);
+    struct coll_peer *p = &r->peer[w];
+    if (bytes == 0 || ring_consumed(r, w, p->payload[seq & (r->slots - 1)])) {
+        *need = 0;
+        return 1;
     }
-    uint64_t off = slot_off(co.my_index, seq);
+    if (!*need) {
+        hashi_dn_stats.coll_slot_waits++;
+        *need = p->newest;
+    }
+    if (!ring_consumed(r, w, *need))
+        return 0;
+    *need = 0;
+    return 1;
+}
+
+/* Our contribution for pair sequence seq into w's slot of r: payload, then
+ * the flag (issue order per peer makes the flag land last; a payload of up
+ * to 48 bytes shares the flag's cache line in the lined layout, one miss
+ * for the reader). may_post said yes. */
+static inline __attribute__((always_inline)) int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
+{
+    struct coll_peer *p = &r->peer[w];
+    uint64_t off = ring_slot(r, co.my_index, seq);
     int rc = MPI_SUCCESS;
     const struct hashi_tl_ops *tl = hashi_tl(w);
     if (bytes > 0 && tl->llcm_write) {
@@ -205,11 +257,42 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
     if (rc == MPI_SUCCESS)
         rc = store(w, off, seq);
     if (bytes > 0)
-        p->payload[seq & (co.slots - 1)] = p->newest = seq;
+        p->payload[seq & (r->slots - 1)] = p->newest = seq;
     return rc;
 }
 
-/* ------------------------------------------------------------ arrivals */
+struct post_wait {
+    int w;
+    uint64_t seq, need;
+    size_t bytes;
+};
+
+static int post_allowed(void *arg)
+{
+    struct post_wait *pw = arg;
+    return may_post(&co.blk, pw->w, pw->seq, pw->bytes, &pw->need);
+}
+
+/* A blocking collective's contribution into w's slot of the blocking ring. */
+static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
+{
+    struct post_wait pw = { w, seq, 0, bytes };
+    if (!post_allowed(&pw))
+        hashi_progress_wait_until(post_allowed, &pw);
+    return ring_write(&co.blk, w, seq, data, bytes);
+}
+
+/* Whether member's flag for pair sequence seq has arrived in r (the full
+ * sequence, never a bit: a stale slot holds seq - slots or less; a larger
+ * one is a later flag-only store over ours); then it also finished every
+ * earlier pair collective. */
+static inline __attribute__((always_inline)) int ring_arrived(struct ring *r, int w, uint64_t seq)
+{
+    if (load(ring_slot(r, co.local_index[w], seq)) < seq)
+        return 0;
+    ring_learn(r, w, seq - 1);
+    return 1;
+}
 
 struct arrivals {
     const int *member;     /* world ranks */
@@ -221,16 +304,9 @@ struct arrivals {
 static int arrived(void *arg)
 {
     struct arrivals *a = arg;
-    for (; a->next < a->n; a->next++) {
-        int i = a->next;
-        if (i == a->skip)
-            continue;
-        /* The full sequence, never a bit: a stale slot holds seq - slots
-         * or less; a larger one is a later flag-only store over ours. */
-        if (load(slot_off(co.local_index[a->member[i]], a->seq[i])) < a->seq[i])
+    for (; a->next < a->n; a->next++)
+        if (a->next != a->skip && !ring_arrived(&co.blk, a->member[a->next], a->seq[a->next]))
             return 0;
-        learn_done(a->member[i], a->seq[i] - 1);
-    }
     return 1;
 }
 
@@ -258,52 +334,401 @@ static int flat_comm(const struct MPI_ABI_Comm *c)
     return 1;
 }
 
+/*
+ * Channels. Blocking collectives of a correct program meet in one order on
+ * every pair of ranks, across communicators; nonblocking ones only in one
+ * order per communicator (rank 0 may start Ibarrier on A, then on B, rank
+ * 1 on B, then on A). So a nonblocking or persistent collective runs on its
+ * communicator's channel: a ring whose pair sequences count only that
+ * communicator's runs. A communicator's channel is its context id's pair
+ * (its block of pairs when the job spans nodes: comm.h), when below
+ * co.nchan: every member has that id, and no two communicators of one rank
+ * hold it at once (the pool, contextid.c), so the channel needs no
+ * agreement. Sequences are never reset: when the id passes to another
+ * communicator, both ranks of a pair of it finished the same runs of the
+ * old one, so their counters agree, and a late ack or flag holds a smaller
+ * sequence than anything the new one waits for. NULL: no channel (the
+ * device declines its nonblocking collectives; borrowed contexts share
+ * their parent's id and never get one).
+ */
+static struct ring *channel(const struct MPI_ABI_Comm *c)
+{
+    if (!co.nchan || (c != &hashi_comm_world && (c->magic != HASHI_COMM_MAGIC || c->context_borrowed)))
+        return NULL;
+    uint32_t p = c->context_id / 2;
+    if (hashi_job.num_nodes > 1)
+        p /= HASHI_CONTEXT_BLOCK_PAIRS;
+    return p < co.nchan ? &co.chan[p] : NULL;
+}
+
+/*
+ * The LLCM collectives as pollable state machines: one operation object
+ * runs one collective; op_step moves it as far as it goes without waiting.
+ * A blocking call runs one to its end (run_now); the device's op_start /
+ * op_progress (nonblocking and persistent calls, sched.c's device step) run
+ * the same object from the progress engine.
+ *
+ * Runs that share a communicator's per-communicator state (its channel, its
+ * counter barrier's generation, MPI_COMM_WORLD's barrier epoch) run one at
+ * a time in the communicator's order: a queue per communicator, whose head
+ * runs; the others wait in it (PH_QUEUED) and start when it completes.
+ * Hence a member writes its contribution to run k only after finishing run
+ * k - 1, which is what makes a peer's contribution to k proof that it
+ * consumed everything before (the slot reuse rule above), and a counter
+ * barrier's adds for k all come after every member's adds for k - 1.
+ */
+enum { V_SLOTS, V_COUNTER, V_DISSEM };
+enum { PH_IDLE, PH_QUEUED, PH_POST, PH_WAIT, PH_DONE };
+#define OP_RAW (-1)   /* kind: an exchange whose caller reads the slots itself */
+
+struct hashi_device_coll_op {
+    int kind;              /* HASHI_DEVICE_OP_*, or OP_RAW */
+    int variant;           /* V_SLOTS: on ring; V_COUNTER: c's counter; V_DISSEM: world's epochs */
+    struct dn_comm_sync *st;   /* its communicator's state (queue), or NULL: runs at once */
+    struct ring *ring;
+    int n, me, root;
+    int *member;           /* world ranks, by comm rank */
+    uint64_t *seq;         /* this run's pair sequences, by comm rank */
+    const unsigned char *send;
+    unsigned char *recv;
+    size_t bytes, each;    /* each: alltoall's block stride in send (0: the same data for all) */
+    size_t count;
+    hashi_op_kernel_fn fn;
+    /* running */
+    int phase, k, error;
+    uint64_t need, gen;
+    int dist, round;
+    struct hashi_device_coll_op *next;   /* c's queue */
+};
+typedef struct hashi_device_coll_op dn_op;
+
+/* A communicator's state: its counter barrier (slot -1: none was free on
+ * every member, so it keeps the other barriers; agreed: the first blocking
+ * barrier agreed on it), counter barriers run so far, what the last
+ * barrier was followed by (see follows_barrier), and the queue of its runs
+ * that share its state (above). */
+struct dn_comm_sync {
+    int slot, agreed;
+    uint64_t gen;
+    int after_barrier;     /* the last device call on c was a barrier */
+    int next_root;         /* the rooted collective that followed it, or -1 */
+    dn_op *head, *tail;
+};
+
+static struct dn_comm_sync *comm_state(struct MPI_ABI_Comm *c)
+{
+    struct dn_comm_sync *st = c->device_state;
+    if (!st && (st = calloc(1, sizeof *st)) != NULL) {
+        st->slot = -1;
+        st->next_root = -1;
+        c->device_state = st;
+    }
+    if (!st)
+        hashi_log("dimmnet: out of memory for a communicator's collective state");
+    return st;
+}
+
+static uint64_t counter_off(int slot)
+{
+    return co.sync_base + (uint64_t)slot * 64;
+}
+
+static uint64_t release_off(int slot)
+{
+    return co.sync_base + DN_SYNC_SLOTS * 64 + (uint64_t)slot * 8;
+}
+
+/* The targets of our stores in this run, in order (comm ranks): the next
+ * rank first, so that not every rank stores to rank 0 first; a reduce's
+ * non-root stores to the root alone. */
+static int op_targets(const dn_op *op)
+{
+    if (op->kind == HASHI_DEVICE_OP_REDUCE)
+        return op->me != op->root;
+    return op->n - 1;
+}
+
+static int op_target(const dn_op *op, int k)
+{
+    return op->kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root ? op->root : (op->me + k) % op->n;
+}
+
+/* Start running: take the pair sequences (ring), the generation (counter)
+ * or the epoch (dissemination). */
+static inline __attribute__((always_inline)) void op_activate(dn_op *op)
+{
+    op->k = 1;
+    op->need = 0;
+    op->error = MPI_SUCCESS;
+    if (op->variant == V_COUNTER) {
+        op->gen = ++op->st->gen;
+        op->phase = PH_POST;
+        return;
+    }
+    if (op->variant == V_DISSEM) {
+        op->gen = ++co.epoch;
+        op->dist = 1;
+        op->round = 0;
+        op->phase = op->n > 1 ? PH_POST : PH_DONE;
+        return;
+    }
+    int receiver = (op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE) && op->me != op->root;
+    if (receiver) {
+        /* Pair sequences move only between the root and each other member. */
+        op->seq[op->root] = ++op->ring->peer[op->member[op->root]].seq;
+        op->phase = op->kind == HASHI_DEVICE_OP_BCAST ? PH_WAIT : PH_POST;
+        return;
+    }
+    for (int i = 0; i < op->n; i++)
+        if (i != op->me)
+            op->seq[i] = ++op->ring->peer[op->member[i]].seq;
+    op->phase = PH_POST;
+    if (op->kind == HASHI_DEVICE_OP_REDUCE && op->send != op->recv)
+        memcpy(op->recv, op->send, op->bytes);   /* the root's accumulator starts as its own */
+}
+
+/* An exchange's result, once every contribution is in our slots. Every
+ * rank computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in
+ * op inout, so rank order holds and all results are bit-identical. */
+static void op_gather(dn_op *op)
+{
+    int n = op->n, me = op->me;
+    switch (op->kind) {
+    case HASHI_DEVICE_OP_ALLREDUCE:
+        memcpy(op->recv, n - 1 == me ? op->send : ring_data(op->ring, op->member[n - 1], op->seq[n - 1]), op->bytes);
+        for (int i = n - 2; i >= 0; i--)
+            op->fn(i == me ? op->send : ring_data(op->ring, op->member[i], op->seq[i]), op->recv, op->count);
+        break;
+    case HASHI_DEVICE_OP_ALLTOALL:
+    case HASHI_DEVICE_OP_ALLGATHER:
+        for (int i = 0; i < n; i++) {
+            unsigned char *to = op->recv + (size_t)i * op->bytes;
+            const unsigned char *from =
+                i == me ? op->send + (size_t)me * op->each : ring_data(op->ring, op->member[i], op->seq[i]);
+            if (to != from)   /* an allgather's MPI_IN_PLACE: our block is there */
+                memcpy(to, from, op->bytes);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static int op_fail(dn_op *op, int rc)
+{
+    op->error = rc;
+    op->phase = PH_DONE;
+    return 1;
+}
+
+/* The slot variant: stores to the targets, then the arrivals we need. */
+static inline __attribute__((always_inline)) int step_slots(dn_op *op)
+{
+    struct ring *r = op->ring;
+    int rc;
+    if (op->phase == PH_POST) {
+        size_t bytes = op->kind == HASHI_DEVICE_OP_BARRIER ? 0 : op->bytes;
+        for (; op->k <= op_targets(op); op->k++) {
+            int i = op_target(op, op->k), w = op->member[i];
+            if (!may_post(r, w, op->seq[i], bytes, &op->need))
+                return 0;
+            const unsigned char *data = bytes ? op->send + op->each * (size_t)i : NULL;
+            if ((rc = ring_write(r, w, op->seq[i], data, bytes)) != MPI_SUCCESS)
+                return op_fail(op, rc);
+        }
+        /* A broadcast's root and a reduce's other members are done. */
+        if (op->kind == HASHI_DEVICE_OP_BCAST || (op->kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)) {
+            op->phase = PH_DONE;
+            return 1;
+        }
+        op->phase = PH_WAIT;
+        op->k = op->kind == HASHI_DEVICE_OP_REDUCE ? 1 : 0;
+    }
+    if (op->kind == HASHI_DEVICE_OP_BCAST) {
+        int w = op->member[op->root];
+        uint64_t seq = op->seq[op->root];
+        if (!ring_arrived(r, w, seq))
+            return 0;
+        memcpy(op->recv, ring_data(r, w, seq), op->bytes);
+        /* The root learns nothing else from us: tell it the slot is free. */
+        rc = store(w, ring_area(r, co.my_index), seq);
+        op->phase = PH_DONE;
+        op->error = rc;
+        return 1;
+    }
+    if (op->kind == HASHI_DEVICE_OP_REDUCE) {
+        /* The root: each contribution in turn, reduced and acknowledged
+         * (predefined ops commute; the order is the members'). */
+        for (; op->k < op->n; op->k++) {
+            int i = (op->me + op->k) % op->n, w = op->member[i];
+            if (!ring_arrived(r, w, op->seq[i]))
+                return 0;
+            op->fn(ring_data(r, w, op->seq[i]), op->recv, op->count);
+            if ((rc = store(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
+                return op_fail(op, rc);
+        }
+        op->phase = PH_DONE;
+        return 1;
+    }
+    for (; op->k < op->n; op->k++)
+        if (op->k != op->me && !ring_arrived(r, op->member[op->k], op->seq[op->k]))
+            return 0;
+    op_gather(op);
+    op->phase = PH_DONE;
+    return 1;
+}
+
+/*
+ * The counter barrier (the DSM paper's sync variable as a counter): every
+ * member adds one to a word in the LLCM of the communicator's rank 0; the
+ * one whose add completes the count stores the release into every other
+ * member's LLCM, rank 0 first (a rooted collective that follows waits for
+ * it).
+ */
+static int step_counter(dn_op *op)
+{
+    struct dn_comm_sync *st = op->st;
+    int rc;
+    if (op->phase == PH_POST) {
+        int root = op->member[0];
+        uint64_t old;
+        if (op->me == 0) {
+            old = __atomic_fetch_add((uint64_t *)(void *)(co.llcm + counter_off(st->slot)), 1, __ATOMIC_ACQ_REL);
+        } else if (hashi_tl(root)->llcm_fetch_add(root, counter_off(st->slot), 1, &old) != 0) {
+            hashi_log("dimmnet: counter-barrier add at rank %d failed", root);
+            return op_fail(op, MPI_ERR_INTERN);
+        }
+        hashi_dn_stats.counter_barriers++;
+        if (old + 1 == op->gen * (uint64_t)op->n) {
+            for (int k = 0; k < op->n; k++)
+                if (k != op->me && (rc = store(op->member[k], release_off(st->slot), op->gen)) != MPI_SUCCESS)
+                    return op_fail(op, rc);
+            op->phase = PH_DONE;
+            return 1;
+        }
+        op->phase = PH_WAIT;
+    }
+    if (load(release_off(st->slot)) < op->gen)
+        return 0;
+    op->phase = PH_DONE;
+    return 1;
+}
+
+/*
+ * MPI_COMM_WORLD beyond the flat bound: dissemination on epoch words. In
+ * round k rank i stores its barrier epoch into word k of rank (i + 2^k) mod
+ * n and waits until its own word k holds at least that epoch; one writer
+ * per word and growing epochs make a fast rank's early store of the next
+ * epoch harmless.
+ */
+static int step_dissem(dn_op *op)
+{
+    while (op->dist < op->n) {
+        if (op->round >= DN_BARRIER_ROUNDS)
+            return op_fail(op, MPI_ERR_INTERN);   /* 2^32 ranks: not reachable */
+        uint64_t off = 8u * (uint64_t)op->round;
+        if (op->phase == PH_POST) {
+            int rc = store((op->me + op->dist) % op->n, off, op->gen);
+            if (rc != MPI_SUCCESS)
+                return op_fail(op, rc);
+            op->phase = PH_WAIT;
+        }
+        if (load(off) < op->gen)
+            return 0;
+        op->dist *= 2;
+        op->round++;
+        op->phase = PH_POST;
+    }
+    op->phase = PH_DONE;
+    return 1;
+}
+
+/* Move op as far as it goes; 1 once it has completed. A completed head of
+ * its communicator's queue starts the next run there. */
+static int op_step(dn_op *op)
+{
+    int done;
+    switch (op->phase) {
+    case PH_DONE:
+        return 1;
+    case PH_IDLE:
+    case PH_QUEUED:
+        return 0;
+    default:
+        done = op->variant == V_COUNTER ? step_counter(op) : op->variant == V_DISSEM ? step_dissem(op) : step_slots(op);
+    }
+    if (!done || !op->st || op->st->head != op)
+        return done;
+    struct dn_comm_sync *st = op->st;
+    st->head = op->next;
+    if (!st->head)
+        st->tail = NULL;
+    op->next = NULL;
+    if (st->head) {
+        op_activate(st->head);
+        op_step(st->head);
+    }
+    return 1;
+}
+
+/* Start op: at once, or after the runs ahead of it on its communicator's
+ * queue (those that share the communicator's state: op->st set). */
+static void op_begin(dn_op *op)
+{
+    struct dn_comm_sync *st = op->st;
+    op->next = NULL;
+    if (st && st->head) {
+        st->tail->next = op;
+        st->tail = op;
+        op->phase = PH_QUEUED;
+        return;
+    }
+    if (st)
+        st->head = st->tail = op;
+    op_activate(op);
+    op_step(op);
+}
+
+static int op_step_pred(void *arg)
+{
+    return op_step(arg);
+}
+
+/* A blocking run: start, wait until done. */
+static int run_now(dn_op *op)
+{
+    op_begin(op);   /* has taken the first step */
+    if (op->phase != PH_DONE)
+        hashi_progress_wait_until(op_step_pred, op);
+    return op->error;
+}
+
+/* A blocking run on the blocking ring of flat communicator c (flat_comm
+ * filled co.member), with co.member and co.seq as its arrays. */
+static int run_blocking(int kind, const struct MPI_ABI_Comm *c, const void *send, void *recv, size_t bytes,
+                        size_t each, size_t count, hashi_op_kernel_fn fn, int root)
+{
+    dn_op op = { .kind = kind, .variant = V_SLOTS, .ring = &co.blk, .n = c->size, .me = c->rank, .root = root,
+                 .member = co.member, .seq = co.seq, .send = send, .recv = recv, .bytes = bytes, .each = each,
+                 .count = count, .fn = fn };
+    return run_now(&op);
+}
+
 /* Every member's contribution to every other: ours for member i is `bytes`
  * at data + i * each (each 0: the same for all). On return co.seq holds the
  * pair sequences and every peer's data is in our LLCM (data_from). */
 static int exchange(const struct MPI_ABI_Comm *c, const unsigned char *data, size_t each, size_t bytes)
 {
-    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
-    for (int i = 0; i < n; i++)
-        if (i != me)
-            co.seq[i] = ++co.peer[co.member[i]].seq;
-    /* Start after ourselves, so that not every rank stores to rank 0 first. */
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me + k) % n;
-        rc = post(co.member[i], co.seq[i], data ? data + each * (size_t)i : NULL, bytes);
-    }
-    if (rc == MPI_SUCCESS)
-        wait_arrivals(co.member, co.seq, n, me);
-    return rc;
+    return run_blocking(data ? OP_RAW : HASHI_DEVICE_OP_BARRIER, c, data, NULL, bytes, each, 0, NULL, -1);
 }
 
-struct epoch_wait {
-    uint64_t offset, epoch;
-};
-
-static int epoch_reached(void *arg)
+/* A barrier sharing c's state: the counter (flat c with a slot) or the
+ * world's dissemination, on c's queue behind its nonblocking runs. */
+static int shared_barrier(struct MPI_ABI_Comm *c, struct dn_comm_sync *st, int variant)
 {
-    const struct epoch_wait *e = arg;
-    return load(e->offset) >= e->epoch;
-}
-
-/* The MPI_COMM_WORLD barrier beyond the flat bound: dissemination on epochs. */
-static int world_dissemination_barrier(void)
-{
-    int n = hashi_comm_world.size, rank = hashi_comm_world.rank;
-    uint64_t epoch = ++co.epoch;
-    int round = 0;
-    for (int dist = 1; dist < n; dist *= 2, round++) {
-        if (round >= DN_BARRIER_ROUNDS)
-            return MPI_ERR_INTERN;  /* 2^32 ranks: not reachable */
-        struct epoch_wait e = { 8u * (uint64_t)round, epoch };
-        int rc = store((rank + dist) % n, e.offset, epoch);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        if (!epoch_reached(&e))
-            hashi_progress_wait_until(epoch_reached, &e);
-    }
-    return MPI_SUCCESS;
+    dn_op op = { .kind = HASHI_DEVICE_OP_BARRIER, .variant = variant, .st = st, .n = c->size,
+                 .me = c->rank, .member = co.member };
+    return run_now(&op);
 }
 
 /* Fan-in to root, fan-out from it: one flag each way per member. The root
@@ -317,7 +742,7 @@ static int rooted_barrier(const struct MPI_ABI_Comm *c, int root)
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
     if (me != root) {
         int w = co.member[root];
-        uint64_t seq = ++co.peer[w].seq;
+        uint64_t seq = ++co.blk.peer[w].seq;
         rc = post(w, seq, NULL, 0);
         if (rc == MPI_SUCCESS)
             wait_arrivals(&w, &seq, 1, -1);
@@ -325,7 +750,7 @@ static int rooted_barrier(const struct MPI_ABI_Comm *c, int root)
     }
     for (int i = 0; i < n; i++)
         if (i != root)
-            co.seq[i] = ++co.peer[co.member[i]].seq;
+            co.seq[i] = ++co.blk.peer[co.member[i]].seq;
     wait_arrivals(co.member, co.seq, n, root);
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
         int i = (root + k) % n;
@@ -336,25 +761,16 @@ static int rooted_barrier(const struct MPI_ABI_Comm *c, int root)
 
 /* ------------------------------------------------------------ counter barrier */
 
-/* A communicator's counter barrier: its slot (-1: none was free on every
- * member, so it keeps the other barriers), counter barriers run so far,
- * and what the last barrier was followed by (see follows_barrier). */
-struct dn_comm_sync {
-    int slot;
-    uint64_t gen;
-    int after_barrier;     /* the last device call on c was a barrier */
-    int next_root;         /* the rooted collective that followed it, or -1 */
-};
-
 /*
- * Called by every device collective on entry (before it may decline: every
- * member sees the same sequence of calls on c, so all agree). A barrier
- * that releases the last arriver first makes a broadcast or reduction
- * that follows wait for its root to be scheduled again (4 ranks on 2
- * cores, 8 B bcast after a barrier: 2.4-2.7 against 0.4-0.5 us when the
- * root leaves first); a counter barrier saves about 1 us over the rooted
- * one otherwise. So the next barrier on c is rooted at that root when the
- * last one was followed by a rooted collective, else a counter barrier.
+ * Called by every blocking device collective on entry (before it may
+ * decline: every member sees the same sequence of calls on c, so all
+ * agree). A barrier that releases the last arriver first makes a broadcast
+ * or reduction that follows wait for its root to be scheduled again (4
+ * ranks on 2 cores, 8 B bcast after a barrier: 2.4-2.7 against 0.4-0.5 us
+ * when the root leaves first); a counter barrier saves about 1 us over the
+ * rooted one otherwise. So the next barrier on c is rooted at that root
+ * when the last one was followed by a rooted collective, else a counter
+ * barrier.
  */
 static void follows_barrier(struct MPI_ABI_Comm *c, int root)
 {
@@ -365,21 +781,11 @@ static void follows_barrier(struct MPI_ABI_Comm *c, int root)
     }
 }
 
-static uint64_t counter_off(int slot)
-{
-    return co.sync_base + (uint64_t)slot * 64;
-}
-
-static uint64_t release_off(int slot)
-{
-    return co.sync_base + DN_SYNC_SLOTS * 64 + (uint64_t)slot * 8;
-}
-
-/* At the communicator's first barrier: a flat exchange (itself a barrier)
- * of the members' free-slot masks; every member takes the lowest slot free
- * on all. The slot's words are zero: zeroed at start-up and when the last
- * communicator holding them went (comm_free below), after which nobody
- * writes them: every member's last barrier on it had completed. */
+/* At the communicator's first blocking barrier: a flat exchange (itself a
+ * barrier) of the members' free-slot masks; every member takes the lowest
+ * slot free on all. The slot's words are zero: zeroed at start-up and when
+ * the last communicator holding them went (comm_free below), after which
+ * nobody writes them: every member's last barrier on it had completed. */
 static int counter_setup(struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
 {
     uint64_t mask = co.sync_free;
@@ -392,6 +798,7 @@ static int counter_setup(struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
             memcpy(&theirs, data_from(co.member[i], co.seq[i]), sizeof theirs);
             mask &= theirs;
         }
+    st->agreed = 1;
     st->slot = mask ? __builtin_ctzll(mask) : -1;
     st->next_root = -1;
     if (st->slot >= 0)
@@ -399,31 +806,6 @@ static int counter_setup(struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
     else
         HASHI_DEBUG(1, "dimmnet: no counter-barrier slot free on every member of a communicator of %d ranks: "
                     "its barriers stay rooted", c->size);
-    return MPI_SUCCESS;
-}
-
-static int counter_barrier(const struct MPI_ABI_Comm *c, struct dn_comm_sync *st)
-{
-    int n = c->size, me = c->rank, root = co.member[0];
-    uint64_t gen = ++st->gen, old;
-    if (me == 0) {
-        old = __atomic_fetch_add((uint64_t *)(void *)(co.llcm + counter_off(st->slot)), 1, __ATOMIC_ACQ_REL);
-    } else if (hashi_tl(root)->llcm_fetch_add(root, counter_off(st->slot), 1, &old) != 0) {
-        hashi_log("dimmnet: counter-barrier add at rank %d failed", root);
-        return MPI_ERR_INTERN;
-    }
-    if (old + 1 == gen * (uint64_t)n) {
-        /* The last to arrive: release rank 0 first (a rooted collective that
-         * follows waits for it), then the rest. */
-        for (int k = 0, rc; k < n; k++)
-            if (k != me && (rc = store(co.member[k], release_off(st->slot), gen)) != MPI_SUCCESS)
-                return rc;
-    } else {
-        struct epoch_wait e = { release_off(st->slot), gen };
-        if (!epoch_reached(&e))
-            hashi_progress_wait_until(epoch_reached, &e);
-    }
-    hashi_dn_stats.counter_barriers++;
     return MPI_SUCCESS;
 }
 
@@ -445,20 +827,16 @@ static void dn_comm_free(struct MPI_ABI_Comm *c)
  * HASHI_DEVICE_COLL_DECLINE if c cannot have a slot. */
 static int try_counter_barrier(struct MPI_ABI_Comm *c)
 {
-    struct dn_comm_sync *st = c->device_state;
+    struct dn_comm_sync *st = comm_state(c);
     int rc;
-    if (!st) {
-        if (!(st = calloc(1, sizeof *st))) {
-            hashi_log("dimmnet: out of memory for a communicator's barrier state");
-            return MPI_ERR_NO_MEM;
-        }
-        c->device_state = st;
+    if (!st)
+        return MPI_ERR_NO_MEM;
+    if (!st->agreed)
         rc = counter_setup(c, st);   /* a barrier too */
-    } else if (st->slot < 0) {
+    else if (st->slot < 0)
         return HASHI_DEVICE_COLL_DECLINE;
-    } else {
-        rc = st->next_root >= 0 ? rooted_barrier(c, st->next_root) : counter_barrier(c, st);
-    }
+    else
+        rc = st->next_root >= 0 ? rooted_barrier(c, st->next_root) : shared_barrier(c, st, V_COUNTER);
     st->after_barrier = 1;
     return rc;
 }
@@ -495,10 +873,11 @@ static int flat_barrier(struct MPI_ABI_Comm *c)
 static int dn_barrier(struct MPI_ABI_Comm *c)
 {
     int rc;
+    struct dn_comm_sync *st;
     if (flat_comm(c))
         rc = flat_barrier(c);
     else if (c == &hashi_comm_world)
-        rc = world_dissemination_barrier();
+        rc = (st = comm_state(c)) ? shared_barrier(c, st, V_DISSEM) : MPI_ERR_NO_MEM;
     else
         return HASHI_DEVICE_COLL_DECLINE;
     if (rc == MPI_SUCCESS)
@@ -515,25 +894,13 @@ static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     follows_barrier(c, root);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
+    int n = c->size, rc;
     if (bytes > co.max_bytes)
         rc = n == 2                ? bcast_offered(buf, bytes, root, c)
              : bytes <= co.stage_max ? bcast_staged(buf, bytes, root, c)
                                      : bcast_tree(buf, bytes, root, c);
-    else if (me == root) {
-        /* Pair sequences move only between the root and each receiver. */
-        for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-            int w = co.member[(root + k) % n];
-            rc = post(w, ++co.peer[w].seq, buf, bytes);
-        }
-    } else {
-        int w = co.member[root];
-        uint64_t seq = ++co.peer[w].seq;
-        wait_arrivals(&w, &seq, 1, -1);
-        memcpy(buf, data_from(w, seq), bytes);
-        /* The root learns nothing else from us: tell it the slot is free. */
-        rc = store(w, area_off(co.my_index), seq);
-    }
+    else
+        rc = run_blocking(HASHI_DEVICE_OP_BCAST, c, buf, buf, bytes, 0, 0, NULL, root);
     if (rc == MPI_SUCCESS)
         hashi_dn_stats.coll_bcasts++;
     return rc;
@@ -641,16 +1008,11 @@ static void withdraw(const int *readers, const uint64_t *seq, int posted, struct
     hashi_transport_mem_dereg(mem);
 }
 
-/* A reader's contribution i (comm rank) once it arrived: in the slot, or
- * read into dst. */
-static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int in_slot, int *rc)
+/* Member i's (comm rank) offered contribution, read into dst. */
+static const unsigned char *contribution(int i, unsigned char *dst, size_t bytes, int *rc)
 {
-    if (!in_slot) {
-        *rc = read_offered(i, dst, bytes, 0);
-        return dst;
-    }
-    wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-    return data_from(co.member[i], co.seq[i]);
+    *rc = read_offered(i, dst, bytes, 0);
+    return dst;
 }
 
 /* Every other member of c as a reader of our buffer, the next rank first
@@ -661,7 +1023,7 @@ static int *all_readers(const struct MPI_ABI_Comm *c)
     int n = c->size;
     for (int k = 1; k < n; k++) {
         int i = (c->rank + k) % n;
-        co.seq[i] = ++co.peer[co.member[i]].seq;
+        co.seq[i] = ++co.blk.peer[co.member[i]].seq;
         co.readers[k - 1] = i;
     }
     return co.readers;
@@ -675,7 +1037,7 @@ static int *all_readers(const struct MPI_ABI_Comm *c)
 static int bcast_offered(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
 {
     if (c->rank != root) {
-        co.seq[root] = ++co.peer[co.member[root]].seq;
+        co.seq[root] = ++co.blk.peer[co.member[root]].seq;
         return read_offered(root, buf, bytes, 0);
     }
     int *readers = all_readers(c), posted;
@@ -704,7 +1066,7 @@ static void stage_claim(void)
 static int stage_publish(int i)
 {
     int w = co.member[i];
-    co.seq[i] = ++co.peer[w].seq;
+    co.seq[i] = ++co.blk.peer[w].seq;
     co.stage_reader[co.stage_readers] = w;
     co.stage_seq[co.stage_readers++] = co.seq[i];
     return post(w, co.seq[i], NULL, 0);
@@ -743,7 +1105,7 @@ static int bcast_staged(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *
 {
     int n = c->size, rc = MPI_SUCCESS;
     if (c->rank != root) {
-        co.seq[root] = ++co.peer[co.member[root]].seq;
+        co.seq[root] = ++co.blk.peer[co.member[root]].seq;
         memcpy(buf, stage_await(root), bytes);
         hashi_dn_stats.staged_bcasts++;
         return stage_release(root);
@@ -774,7 +1136,7 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
         while (m * 2 <= v)
             m *= 2;
         int parent = (v - m + root) % n;
-        co.seq[parent] = ++co.peer[co.member[parent]].seq;
+        co.seq[parent] = ++co.blk.peer[co.member[parent]].seq;
         rc = read_offered(parent, buf, bytes, 0);
         m *= 2;
     }
@@ -786,7 +1148,7 @@ static int bcast_tree(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
     int *children = co.readers, posted = 0;
     for (; v + m < n && rc == MPI_SUCCESS; m *= 2) {
         int child = (v + m + root) % n, w = co.member[child];
-        co.seq[child] = ++co.peer[w].seq;
+        co.seq[child] = ++co.blk.peer[w].seq;
         rc = post_key(&mem, child);
         if (rc != MPI_SUCCESS)
             break;
@@ -831,7 +1193,7 @@ static int source_ready(void *arg)
     struct sources *src = arg;
     for (int k = 0; k < (src->in_order ? 1 : src->n); k++) {
         int i = src->pending[k];
-        if (load(slot_off(co.local_index[co.member[i]], co.seq[i])) >= co.seq[i]) {
+        if (load(ring_slot(&co.blk, co.local_index[co.member[i]], co.seq[i])) >= co.seq[i]) {
             src->found = k;
             return 1;
         }
@@ -991,7 +1353,7 @@ static int reduce_segments(const unsigned char *mine, unsigned char *out, size_t
         }
         withdraw(readers, co.seq, posted_out, &out_mem);
     } else if (rc == MPI_SUCCESS && me != root) {
-        co.seq[root] = ++co.peer[co.member[root]].seq;
+        co.seq[root] = ++co.blk.peer[co.member[root]].seq;
         rc = offer(acc, seg_bytes, &root, 1, &out_mem, &posted_out);
         withdraw(&root, co.seq, posted_out, &out_mem);
     } else if (rc == MPI_SUCCESS) {
@@ -999,7 +1361,7 @@ static int reduce_segments(const unsigned char *mine, unsigned char *out, size_t
          * ours from its place in the root's buffer (MPI_IN_PLACE). */
         for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
             int i = (me - k + n) % n;
-            co.seq[i] = ++co.peer[co.member[i]].seq;
+            co.seq[i] = ++co.blk.peer[co.member[i]].seq;
             segment(count, n, i, &first, &len);
             rc = read_offered(i, out + first * elem, len * elem, 0);
         }
@@ -1051,7 +1413,7 @@ static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t c
     memcpy(out + first * elem, acc, len * elem);
     if (!all)
         for (int k = 1; k < n; k++)
-            co.seq[(me + k) % n] = ++co.peer[co.member[(me + k) % n]].seq;
+            co.seq[(me + k) % n] = ++co.blk.peer[co.member[(me + k) % n]].seq;
     struct sources src;
     sources_init(&src, c, 0);
     while (src.n > 0 && rc == MPI_SUCCESS) {
@@ -1083,14 +1445,10 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     unsigned char *acc = recvbuf;
     int n = c->size, me = c->rank, rc = MPI_SUCCESS;
     if (bytes <= co.max_bytes) {
-        rc = exchange(c, mine, 0, bytes);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        memcpy(acc, n - 1 == me ? mine : data_from(co.member[n - 1], co.seq[n - 1]), bytes);
-        for (int i = n - 2; i >= 0; i--)
-            fn(i == me ? mine : data_from(co.member[i], co.seq[i]), acc, (size_t)count);
-        hashi_dn_stats.coll_allreduces++;
-        return MPI_SUCCESS;
+        rc = run_blocking(HASHI_DEVICE_OP_ALLREDUCE, c, mine, acc, bytes, 0, (size_t)count, fn, -1);
+        if (rc == MPI_SUCCESS)
+            hashi_dn_stats.coll_allreduces++;
+        return rc;
     }
     if (n > 2 && bytes <= co.reduce_stage_max && (size_t)count >= (size_t)n) {
         rc = reduce_staged(mine, acc, (size_t)count, bytes / (size_t)count, fn, -1, c);
@@ -1111,12 +1469,12 @@ static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         if (n - 1 == me)
             memcpy(acc, mine, bytes);
         else
-            contribution(n - 1, acc, bytes, 0, &rc);
+            contribution(n - 1, acc, bytes, &rc);
         unsigned char *tmp = reduce_scratch(bytes);
         if (!tmp && rc == MPI_SUCCESS)
             rc = MPI_ERR_NO_MEM;
         for (int i = n - 2; i >= 0 && rc == MPI_SUCCESS; i--) {
-            const unsigned char *x = i == me ? mine : contribution(i, tmp, bytes, 0, &rc);
+            const unsigned char *x = i == me ? mine : contribution(i, tmp, bytes, &rc);
             if (rc == MPI_SUCCESS)
                 fn(x, acc, (size_t)count);
         }
@@ -1149,7 +1507,7 @@ static int reduce_tree(const unsigned char *mine, unsigned char *recvbuf, size_t
         if (vr & mask) {
             int parent = (vr - mask + root) % n, posted;
             struct hashi_tl_mem mem;
-            co.seq[parent] = ++co.peer[co.member[parent]].seq;
+            co.seq[parent] = ++co.blk.peer[co.member[parent]].seq;
             rc = offer(partial, bytes, &parent, 1, &mem, &posted);
             withdraw(&parent, co.seq, posted, &mem);
             return rc;
@@ -1157,7 +1515,7 @@ static int reduce_tree(const unsigned char *mine, unsigned char *recvbuf, size_t
         if (vr + mask >= n)
             continue;
         int child = (vr + mask + root) % n;
-        co.seq[child] = ++co.peer[co.member[child]].seq;
+        co.seq[child] = ++co.blk.peer[co.member[child]].seq;
         if (!tmp) {
             /* An inner member accumulates in scratch (its recvbuf need not
              * exist); a second half of it takes the reads when the
@@ -1211,24 +1569,7 @@ static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
         return reduce_segments(mine, recvbuf, (size_t)count, bytes / (size_t)count, fn, root, c);
     if (bytes > co.max_bytes)
         return reduce_tree(mine, recvbuf, bytes, count, fn, root, c);
-    int n = c->size, me = c->rank, rc = MPI_SUCCESS;
-    if (me != root) {
-        co.seq[root] = ++co.peer[co.member[root]].seq;
-        return post(co.member[root], co.seq[root], mine, bytes);
-    }
-    unsigned char *acc = recvbuf;
-    for (int i = 0; i < n; i++)
-        if (i != me)
-            co.seq[i] = ++co.peer[co.member[i]].seq;
-    if (mine != acc)
-        memcpy(acc, mine, bytes);
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me + k) % n;
-        const unsigned char *x = contribution(i, NULL, bytes, 1, &rc);
-        fn(x, acc, (size_t)count);
-        rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
-    }
-    return rc;
+    return run_blocking(HASHI_DEVICE_OP_REDUCE, c, mine, recvbuf, bytes, 0, (size_t)count, fn, root);
 }
 
 static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *c)
@@ -1236,7 +1577,7 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
     follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, me = c->rank, rc;
+    int n = c->size, rc;
     if (bytes_per_rank > co.max_bytes) {
         if (n > 2 && bytes_per_rank * (size_t)(n - 1) <= co.blocks_stage_max)
             rc = blocks_staged(sendbuf, recvbuf, bytes_per_rank, bytes_per_rank, c);
@@ -1246,17 +1587,10 @@ static int dn_alltoall(const void *sendbuf, void *recvbuf, size_t bytes_per_rank
             hashi_dn_stats.coll_alltoalls++;
         return rc;
     }
-    rc = exchange(c, sendbuf, bytes_per_rank, bytes_per_rank);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    unsigned char *out = recvbuf;
-    for (int i = 0; i < n; i++)
-        memcpy(out + (size_t)i * bytes_per_rank,
-               i == me ? (const unsigned char *)sendbuf + (size_t)me * bytes_per_rank
-                       : data_from(co.member[i], co.seq[i]),
-               bytes_per_rank);
-    hashi_dn_stats.coll_alltoalls++;
-    return MPI_SUCCESS;
+    rc = run_blocking(HASHI_DEVICE_OP_ALLTOALL, c, sendbuf, recvbuf, bytes_per_rank, bytes_per_rank, 0, NULL, -1);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_alltoalls++;
+    return rc;
 }
 
 /* Allgather: the alltoall's one step with the same block to every member. */
@@ -1265,7 +1599,7 @@ static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_ran
     follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, me = c->rank, rc;
+    int n = c->size, rc;
     if (bytes_per_rank > co.max_bytes) {
         if (n > 2 && bytes_per_rank <= co.blocks_stage_max)
             rc = blocks_staged(sendbuf, recvbuf, 0, bytes_per_rank, c);
@@ -1275,15 +1609,138 @@ static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_ran
             hashi_dn_stats.coll_allgathers++;
         return rc;
     }
-    rc = exchange(c, sendbuf, 0, bytes_per_rank);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    unsigned char *out = recvbuf;
-    for (int i = 0; i < n; i++)
-        memcpy(out + (size_t)i * bytes_per_rank, i == me ? sendbuf : data_from(co.member[i], co.seq[i]),
-               bytes_per_rank);
-    hashi_dn_stats.coll_allgathers++;
+    rc = run_blocking(HASHI_DEVICE_OP_ALLGATHER, c, sendbuf, recvbuf, bytes_per_rank, 0, 0, NULL, -1);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_allgathers++;
+    return rc;
+}
+
+/* ------------------------------------------------------------ nonblocking and persistent */
+
+/*
+ * The device's operation for one nonblocking or persistent call: on the
+ * communicator's channel (flat communicators that have one, data up to its
+ * payload), or MPI_COMM_WORLD's dissemination barrier beyond the flat
+ * bound. Everything else is declined, on grounds every member shares (the
+ * communicator, its context id, the node's layout, the byte count, the op
+ * and type).
+ */
+static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
+{
+    struct MPI_ABI_Comm *c = a->comm;
+    int flat = flat_comm(c), variant = V_SLOTS;
+    struct ring *r = flat ? channel(c) : NULL;
+    hashi_op_kernel_fn fn = NULL;
+    size_t bytes = a->bytes;
+    *out = NULL;
+    switch (a->kind) {
+    case HASHI_DEVICE_OP_BARRIER:
+        if (!co.barrier_on || (!r && (flat || c != &hashi_comm_world)))
+            return HASHI_DEVICE_COLL_DECLINE;
+        variant = r ? V_SLOTS : V_DISSEM;
+        bytes = 0;
+        break;
+    case HASHI_DEVICE_OP_BCAST:
+        if (!co.coll_on || !r || bytes > r->payload)
+            return HASHI_DEVICE_COLL_DECLINE;
+        break;
+    case HASHI_DEVICE_OP_ALLREDUCE:
+    case HASHI_DEVICE_OP_REDUCE:
+        if (!co.coll_on || !r || !(fn = reduction_kernel(a->type, a->op, a->count, &bytes)) || bytes > r->payload)
+            return HASHI_DEVICE_COLL_DECLINE;
+        break;
+    case HASHI_DEVICE_OP_ALLTOALL:
+    case HASHI_DEVICE_OP_ALLGATHER:
+        if (!co.coll_on || !r || bytes > r->payload)
+            return HASHI_DEVICE_COLL_DECLINE;
+        break;
+    default:
+        return HASHI_DEVICE_COLL_DECLINE;
+    }
+    int n = c->size;
+    if (n < 2)
+        return HASHI_DEVICE_COLL_DECLINE;
+    /* Objects of co.max_ranks members, kept for reuse: a small nonblocking
+     * call costs no malloc (the schedule engine's own objects are cached too). */
+    dn_op *op = co.op_cache;
+    if (op)
+        co.op_cache = op->next;
+    else
+        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + sizeof(int)));
+    if (!op || !comm_state(c)) {
+        free(op);
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    }
+    /* Every field set here or by op_activate (no memset: it was an eighth of
+     * a small Ibarrier's cost in the device). */
+    op->seq = (uint64_t *)(void *)(op + 1);
+    op->member = (int *)(void *)(op->seq + co.max_ranks);
+    if (flat)
+        memcpy(op->member, co.member, (size_t)n * sizeof *op->member);
+    op->kind = (int)a->kind;
+    op->variant = variant;
+    op->st = c->device_state;
+    op->ring = r;
+    op->n = n;
+    op->me = c->rank;
+    op->root = a->root;
+    op->send = a->kind == HASHI_DEVICE_OP_BCAST ? a->recvbuf : a->sendbuf;
+    op->recv = a->recvbuf;
+    op->bytes = bytes;
+    op->each = a->kind == HASHI_DEVICE_OP_ALLTOALL ? bytes : 0;
+    op->count = (size_t)a->count;
+    op->fn = fn;
+    op->phase = PH_IDLE;
+    op->k = op->error = op->dist = op->round = 0;
+    op->need = op->gen = 0;
+    op->next = NULL;
+    *out = op;
     return MPI_SUCCESS;
+}
+
+/* One run, in the communicator's order (its queue). A barrier takes the
+ * communicator's counter where a blocking one would (decided here, in the
+ * program's order of calls, alike on every member), else the channel's
+ * flat exchange. */
+static int dn_op_start(dn_op *op)
+{
+    struct dn_comm_sync *st = op->st;
+    /* As the blocking calls do: a rooted call after a blocking barrier makes
+     * the next blocking barrier rooted there (follows_barrier), so that an
+     * oversubscribed root leaves it first (4 ranks on 2 cores, Ibcast + Wait
+     * between barriers: 5-12 -> 1.0-1.2 us). */
+    if (op->kind != HASHI_DEVICE_OP_BARRIER && st->after_barrier) {
+        st->after_barrier = 0;
+        st->next_root = op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE ? op->root : -1;
+    }
+    if (op->kind == HASHI_DEVICE_OP_BARRIER && op->variant != V_DISSEM)
+        op->variant = barrier_kind() == BARRIER_COUNTER && co.sync_ok && st->agreed && st->slot >= 0 ? V_COUNTER
+                                                                                                     : V_SLOTS;
+    op_begin(op);
+    return MPI_SUCCESS;
+}
+
+static int dn_op_progress(dn_op *op, int *done)
+{
+    if (!(*done = op_step(op)))
+        return MPI_SUCCESS;
+    if (op->error == MPI_SUCCESS) {
+        hashi_dn_stats.coll_nb_ops++;
+        switch (op->kind) {
+        case HASHI_DEVICE_OP_BARRIER: hashi_dn_stats.barriers++; break;
+        case HASHI_DEVICE_OP_BCAST: hashi_dn_stats.coll_bcasts++; break;
+        case HASHI_DEVICE_OP_ALLTOALL: hashi_dn_stats.coll_alltoalls++; break;
+        case HASHI_DEVICE_OP_ALLGATHER: hashi_dn_stats.coll_allgathers++; break;
+        default: hashi_dn_stats.coll_allreduces++; break;   /* reduce included, as for the blocking ones */
+        }
+    }
+    return op->error;
+}
+
+static void dn_op_free(dn_op *op)
+{
+    op->next = co.op_cache;
+    co.op_cache = op;
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -1291,6 +1748,10 @@ static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_ran
 void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
 {
     int coll = (int)hashi_param_int(HASHI_P_DIMMNET_COLL);
+    ops->op_init = hashi_param_int(HASHI_P_DIMMNET_BARRIER) || coll ? dn_op_init : NULL;
+    ops->op_start = dn_op_start;
+    ops->op_progress = dn_op_progress;
+    ops->op_free = dn_op_free;
     ops->barrier = hashi_param_int(HASHI_P_DIMMNET_BARRIER) ? dn_barrier : NULL;
     ops->bcast = coll ? dn_bcast : NULL;
     ops->allreduce = coll ? dn_allreduce : NULL;
@@ -1305,12 +1766,51 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
  * whether the areas of `local` ranks fit the LLCM. */
 static int layout_fits(int lines, int local, size_t llcm_size)
 {
-    co.hdr = lines ? 64 : DN_COLL_HDR;
-    co.slot_bytes = DN_COLL_ALIGN + co.payload;
+    struct ring *r = &co.blk;
+    r->hdr = lines ? 64 : DN_COLL_HDR;
+    r->slot_bytes = DN_COLL_ALIGN + r->payload;
     if (lines)
-        co.slot_bytes = (co.slot_bytes + 63) & ~(size_t)63;
-    co.stride = (co.hdr + co.slots * co.slot_bytes + 63) & ~(size_t)63;
-    return co.base + (size_t)local * co.stride <= llcm_size;
+        r->slot_bytes = (r->slot_bytes + 63) & ~(size_t)63;
+    r->stride = (r->hdr + r->slots * r->slot_bytes + 63) & ~(size_t)63;
+    return r->base + (size_t)local * r->stride <= llcm_size;
+}
+
+/*
+ * The channels after the counter barriers' words: DN_CHANNELS rings of
+ * DN_CHANNEL_SLOTS packed slots, with the largest payload (a multiple of
+ * DN_COLL_ALIGN, at most the blocking ring's) that the rest of the LLCM
+ * holds for `local` ranks; none when not even DN_COLL_ALIGN bytes fit.
+ * Every rank of the node computes the same layout. 0, or -1 out of memory.
+ */
+static int channels_init(int local, size_t llcm_size)
+{
+    uint64_t base = (co.sync_base + DN_SYNC_BYTES + 63) & ~(uint64_t)63;
+    size_t min_area = DN_COLL_HDR + DN_CHANNEL_SLOTS * 2 * DN_COLL_ALIGN;
+    co.nchan = 0;
+    if (!co.flat || base >= llcm_size)
+        return 0;
+    size_t area = (size_t)((llcm_size - base) / ((uint64_t)DN_CHANNELS * (uint64_t)local)) & ~(size_t)63;
+    if (area < min_area)
+        return 0;
+    size_t payload = ((area - DN_COLL_HDR) / DN_CHANNEL_SLOTS - DN_COLL_ALIGN) & ~(size_t)(DN_COLL_ALIGN - 1);
+    if (payload > co.blk.payload)
+        payload = co.blk.payload;
+    struct coll_peer *peers = calloc((size_t)DN_CHANNELS * (size_t)hashi_job.size, sizeof *peers);
+    co.chan = calloc(DN_CHANNELS, sizeof *co.chan);
+    if (!peers || !co.chan) {
+        free(peers);
+        return -1;
+    }
+    size_t slot_bytes = DN_COLL_ALIGN + payload;
+    size_t stride = (DN_COLL_HDR + DN_CHANNEL_SLOTS * slot_bytes + 63) & ~(size_t)63;
+    for (unsigned ch = 0; ch < DN_CHANNELS; ch++)
+        co.chan[ch] = (struct ring){ .base = base + (uint64_t)ch * local * stride, .stride = stride,
+                                     .hdr = DN_COLL_HDR, .slot_bytes = slot_bytes, .payload = payload,
+                                     .slots = DN_CHANNEL_SLOTS, .peer = peers + (size_t)ch * hashi_job.size };
+    co.nchan = DN_CHANNELS;
+    HASHI_DEBUG(1, "dimmnet: %u channels for nonblocking LLCM collectives, %d areas of %u slots of %zu bytes each "
+                "at LLCM offset %llu", co.nchan, local, DN_CHANNEL_SLOTS, payload, (unsigned long long)base);
+    return 0;
 }
 
 int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
@@ -1326,9 +1826,9 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     /* reduce_staged tells each member twice before the next stage_claim */
     co.stage_reader = malloc(2 * (size_t)n * sizeof *co.stage_reader);
     co.stage_seq = malloc(2 * (size_t)n * sizeof *co.stage_seq);
-    co.peer = calloc((size_t)n, sizeof *co.peer);
+    co.blk.peer = calloc((size_t)n, sizeof *co.blk.peer);
     if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.sources || !co.stage_reader ||
-        !co.stage_seq || !co.peer) {
+        !co.stage_seq || !co.blk.peer) {
         snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
         hashi_dn_coll_finalize();
         return -1;
@@ -1348,20 +1848,20 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
                      : strcmp(alg, "flat") == 0    ? BARRIER_FLAT
                      : strcmp(alg, "counter") == 0 ? BARRIER_COUNTER
                                                    : BARRIER_AUTO;
-    co.payload = (co.max_bytes + DN_COLL_ALIGN - 1) & ~(size_t)(DN_COLL_ALIGN - 1);
-    co.base = (flags_end + 63) & ~(size_t)63;
+    co.blk.payload = (co.max_bytes + DN_COLL_ALIGN - 1) & ~(size_t)(DN_COLL_ALIGN - 1);
+    co.blk.base = (flags_end + 63) & ~(size_t)63;
     co.llcm = hashi_transport_llcm();
     size_t llcm_size = hashi_transport_llcm_size();
     /* As many slots as fit, at least two, in whole cache lines if they fit
      * (a small payload then shares its flag's line), else packed: every rank
      * of the node computes the same layout from the same parameters and
      * local rank count. */
-    for (co.slots = DN_COLL_SLOTS_MAX; co.slots >= 2; co.slots /= 2)
+    for (co.blk.slots = DN_COLL_SLOTS_MAX; co.blk.slots >= 2; co.blk.slots /= 2)
         if (layout_fits(1, local, llcm_size) || layout_fits(0, local, llcm_size))
             break;
-    co.flat = co.max_ranks >= 2 && co.slots >= 2;
+    co.flat = co.max_ranks >= 2 && co.blk.slots >= 2;
     /* The counter barriers' words after the areas, where they fit. */
-    co.sync_base = co.base + (size_t)local * co.stride;
+    co.sync_base = co.blk.base + (size_t)local * co.blk.stride;
     co.sync_free = (uint32_t)((UINT64_C(1) << DN_SYNC_SLOTS) - 1);
     co.sync_ok = co.flat && co.sync_base + DN_SYNC_BYTES <= llcm_size;
     for (int r = 0; r < n && co.sync_ok; r++)
@@ -1383,14 +1883,21 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     if (!co.stage || co.reduce_stage_max > stage_size)
         co.reduce_stage_max = co.stage ? stage_size : 0;
     co.stage_readers = 0;
+    co.barrier_on = hashi_param_int(HASHI_P_DIMMNET_BARRIER) != 0;
+    co.coll_on = hashi_param_int(HASHI_P_DIMMNET_COLL) != 0;
+    if (channels_init(local, llcm_size) != 0) {
+        snprintf(err, errlen, "dimmnet: out of memory for the collective channels of %d ranks", n);
+        hashi_dn_coll_finalize();
+        return -1;
+    }
     if (!co.flat && co.max_ranks >= 2)
         HASHI_DEBUG(1, "dimmnet: %d collective areas of 2 slots of %zu bytes do not fit the LLCM (%zu bytes, %zu "
                     "used by flag areas): flat LLCM collectives off (raise HASHI_DIMMNET_LLCM_SIZE or lower "
-                    "HASHI_DIMMNET_COLL_MAX)", local, co.payload, llcm_size, co.base);
+                    "HASHI_DIMMNET_COLL_MAX)", local, co.blk.payload, llcm_size, co.blk.base);
     else
         HASHI_DEBUG(1, "dimmnet: flat LLCM collectives up to %d ranks and %zu bytes per contribution; %d areas of "
-                    "%u slots (%zu bytes) at LLCM offset %zu", co.max_ranks, co.max_bytes, local, co.slots,
-                    co.stride, co.base);
+                    "%u slots (%zu bytes) at LLCM offset %zu", co.max_ranks, co.max_bytes, local, co.blk.slots,
+                    (size_t)co.blk.stride, (size_t)co.blk.base);
     return 0;
 }
 
@@ -1400,7 +1907,14 @@ void hashi_dn_coll_finalize(void)
     free(co.member);
     free(co.seq);
     free(co.seq_in);
-    free(co.peer);
+    free(co.blk.peer);
+    free(co.chan ? co.chan[0].peer : NULL);
+    free(co.chan);
+    while (co.op_cache) {
+        struct hashi_device_coll_op *op = co.op_cache;
+        co.op_cache = op->next;
+        free(op);
+    }
     free(co.scratch);
     free(co.readers);
     free(co.sources);

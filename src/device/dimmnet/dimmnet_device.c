@@ -1212,39 +1212,60 @@ static int all_peers_on_emu(void)
     return 1;
 }
 
-/* The counters as MPI_T performance variables (runtime/pvar.h, src/mpi/mpit.c). */
-#define DN_PVAR(field, what) { "dimmnet_" #field, "hashi_dimmnet", what, &hashi_dn_stats.field }
-static const struct hashi_pvar dn_pvars[] = {
-    DN_PVAR(aotf, "AOTF tiny stores into peers' LLCM"),
-    DN_PVAR(botf, "BOTF block sends (one whole core message each)"),
-    DN_PVAR(botf_packets, "BOTF packets of messages cut into a receive buffer"),
-    DN_PVAR(push, "PUSH transfers into peers' receive buffers"),
-    DN_PVAR(put, "rendezvous PUSHes into a matched receive"),
-    DN_PVAR(pull, "rendezvous PULLs from a sender's buffer"),
-    DN_PVAR(area_requests, "receive areas asked of peers (first medium message to each)"),
-    DN_PVAR(credit_waits, "sends that waited for a peer's receive-buffer credit"),
-    DN_PVAR(ring_waits, "sends that waited for room in a peer's ring"),
-    DN_PVAR(notices_in, "AOTF notices (ACK, FIN, PUT_DONE) received"),
-    DN_PVAR(blocks_in, "blocks received"),
-    DN_PVAR(barriers, "barriers on LLCM flags"),
-    DN_PVAR(counter_barriers, "of those, barriers on an LLCM counter"),
-    DN_PVAR(coll_bcasts, "broadcasts on LLCM slots or the root's stage"),
-    DN_PVAR(coll_allreduces, "reductions on LLCM slots or by reads"),
-    DN_PVAR(coll_alltoalls, "all-to-alls on LLCM slots, stages or reads"),
-    DN_PVAR(coll_allgathers, "allgathers on LLCM slots, stages or reads"),
-    DN_PVAR(coll_slot_waits, "LLCM collectives that waited for a peer to free a slot"),
-    DN_PVAR(in_place, "block sends made from the caller's memory (fabric sendv)"),
-    DN_PVAR(announces, "receives announced to their sender before its message (receive-first)"),
-    DN_PVAR(claims, "announcements this rank's sends claimed and put data into"),
-    DN_PVAR(announced, "announced receives completed by the sender's put"),
-    DN_PVAR(revokes, "announcements withdrawn by MPI_Cancel"),
-    DN_PVAR(revokes_lost, "cancels that found their announcement already claimed"),
+/*
+ * The device's counters, each printed under its label by print_stats and
+ * exposed to tools as an MPI_T performance variable (runtime/pvar.h,
+ * src/mpi/mpit.c): one table for both, in the printed order.
+ */
+struct dn_counter {
+    const char *label;
+    struct hashi_pvar pvar;
 };
-#undef DN_PVAR
-static const struct hashi_pvar am_pvars[] = {
-    { "am_busy_pulls", "hashi_am", "sends read by their receiver from the sender's buffer (ring full)", &hashi_am_busy_pulls },
-    { "am_bidir_pulls", "hashi_am", "sends read by their receiver while both ranks send to each other", &hashi_am_bidir_pulls },
+#define DN_COUNTER(label, field, what) { label, { "dimmnet_" label, "hashi_dimmnet", what, &hashi_dn_stats.field } }
+#define AM_COUNTER(label, var, what) { label, { "am_" label, "hashi_am", what, &var } }
+static const struct dn_counter dn_counters[] = {
+    DN_COUNTER("aotf", aotf, "AOTF tiny stores into peers' LLCM"),
+    DN_COUNTER("botf", botf, "BOTF block sends (one whole core message each)"),
+    DN_COUNTER("packets", botf_packets, "BOTF packets of messages cut into a receive buffer"),
+    DN_COUNTER("window0", window[0], "of the packets, those sent through window 0"),
+    DN_COUNTER("window1", window[1], "of the packets, those sent through window 1"),
+    DN_COUNTER("push", push, "PUSH transfers into peers' receive buffers"),
+    DN_COUNTER("put", put, "rendezvous PUSHes into a matched receive"),
+    DN_COUNTER("pull", pull, "rendezvous PULLs from a sender's buffer"),
+    DN_COUNTER("area_requests", area_requests, "receive areas asked of peers (first medium message to each)"),
+    DN_COUNTER("credit_waits", credit_waits, "sends that waited for a peer's receive-buffer credit"),
+    DN_COUNTER("ring_waits", ring_waits, "sends that waited for room in a peer's ring"),
+    DN_COUNTER("notices_in", notices_in, "AOTF notices (ACK, FIN, PUT_DONE) received"),
+    DN_COUNTER("blocks_in", blocks_in, "blocks received"),
+    DN_COUNTER("llcm_barriers", barriers, "barriers on LLCM flags"),
+    DN_COUNTER("llcm_bcasts", coll_bcasts, "broadcasts on LLCM slots, the root's stage or reads"),
+    DN_COUNTER("llcm_allreduces", coll_allreduces, "reductions on LLCM slots, stages or reads"),
+    DN_COUNTER("llcm_alltoalls", coll_alltoalls, "all-to-alls on LLCM slots, stages or reads"),
+    DN_COUNTER("llcm_slot_waits", coll_slot_waits, "LLCM collectives that waited for a peer to free a slot"),
+    DN_COUNTER("llcm_allgathers", coll_allgathers, "allgathers on LLCM slots, stages or reads"),
+    DN_COUNTER("llcm_counter_barriers", counter_barriers, "of the barriers, those on an LLCM counter"),
+    DN_COUNTER("llcm_nb_colls", coll_nb_ops, "nonblocking and persistent collectives run on LLCM"),
+    AM_COUNTER("busy_pulls", hashi_am_busy_pulls, "sends read by their receiver from the sender's buffer (ring full)"),
+    AM_COUNTER("bidir_pulls", hashi_am_bidir_pulls, "sends read by their receiver while both ranks send to each other"),
+    DN_COUNTER("in_place", in_place, "block sends made from the caller's memory (fabric sendv)"),
+    DN_COUNTER("staged_bcasts", staged_bcasts, "of the broadcasts, those through the root's stage"),
+    DN_COUNTER("announces", announces, "receives announced to their sender before its message (receive-first)"),
+    DN_COUNTER("claims", claims, "announcements this rank's sends claimed and put data into"),
+    DN_COUNTER("announced", announced, "announced receives completed by the sender's put"),
+    DN_COUNTER("revokes", revokes, "announcements withdrawn by MPI_Cancel"),
+    DN_COUNTER("revokes_lost", revokes_lost, "cancels that found their announcement already claimed"),
 };
+#undef DN_COUNTER
+#undef AM_COUNTER
+#define DN_COUNTERS (sizeof dn_counters / sizeof dn_counters[0])
+
+static int register_counters(void)
+{
+    for (size_t i = 0; i < DN_COUNTERS; i++)
+        if (hashi_pvar_register(&dn_counters[i].pvar, 1) != 0)
+            return -1;
+    return 0;
+}
 
 static int dn_init(char *err, size_t errlen)
 {
@@ -1309,8 +1330,7 @@ static int dn_init(char *err, size_t errlen)
     size_t net_block_max = (DN_HDR_SIZE + HASHI_AM_LONG_HDR + dn.net_botf_data + 7) & ~(size_t)7;
     dn.pgid = job_pgid();
     dn.print_stats = (int)hashi_param_int(HASHI_P_DIMMNET_STATS);
-    if (hashi_pvar_register(dn_pvars, (int)(sizeof dn_pvars / sizeof dn_pvars[0])) != 0 ||
-        hashi_pvar_register(am_pvars, (int)(sizeof am_pvars / sizeof am_pvars[0])) != 0) {
+    if (register_counters() != 0) {
         snprintf(err, errlen, "dimmnet: out of memory registering performance variables");
         return -1;
     }
@@ -1479,23 +1499,15 @@ static int dn_connect(char *err, size_t errlen)
     return 0;
 }
 
+/* The counters, one line at MPI_Finalize (HASHI_DIMMNET_STATS; tests match it). */
 static void print_stats(void)
 {
-    const struct dn_stats *s = &hashi_dn_stats;
-    fprintf(stderr,
-            "dimmnet stats rank %d: aotf %" PRIu64 " botf %" PRIu64 " packets %" PRIu64 " (window0 %" PRIu64
-            " window1 %" PRIu64 ") push %" PRIu64 " put %" PRIu64 " pull %" PRIu64 " area_requests %" PRIu64
-            " credit_waits %" PRIu64 " ring_waits %" PRIu64 " notices_in %" PRIu64 " blocks_in %" PRIu64
-            " llcm_barriers %" PRIu64 " llcm_bcasts %" PRIu64 " llcm_allreduces %" PRIu64 " llcm_alltoalls %" PRIu64
-            " llcm_slot_waits %" PRIu64 " llcm_allgathers %" PRIu64 " llcm_counter_barriers %" PRIu64
-            " busy_pulls %" PRIu64 " bidir_pulls %" PRIu64 " in_place %" PRIu64 " staged_bcasts %" PRIu64
-            " announces %" PRIu64 " claims %" PRIu64 " announced %" PRIu64 " revokes %" PRIu64
-            " revokes_lost %" PRIu64 "\n",
-            hashi_job.rank, s->aotf, s->botf, s->botf_packets, s->window[0], s->window[1], s->push, s->put, s->pull,
-            s->area_requests, s->credit_waits, s->ring_waits, s->notices_in, s->blocks_in, s->barriers,
-            s->coll_bcasts, s->coll_allreduces, s->coll_alltoalls, s->coll_slot_waits, s->coll_allgathers,
-            s->counter_barriers, hashi_am_busy_pulls, hashi_am_bidir_pulls, s->in_place, s->staged_bcasts,
-            s->announces, s->claims, s->announced, s->revokes, s->revokes_lost);
+    char line[2048];
+    int n = snprintf(line, sizeof line, "dimmnet stats rank %d:", hashi_job.rank);
+    for (size_t i = 0; i < DN_COUNTERS && n < (int)sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s %" PRIu64, dn_counters[i].label,
+                      *dn_counters[i].pvar.counter);
+    fprintf(stderr, "%s\n", line);
 }
 
 static void dn_finalize(void)

@@ -213,6 +213,24 @@ static int device_allgather(const void *sendbuf, MPI_Count scount, const struct 
     return hashi_coll_device_blocks(hashi_device->coll.allgather, &send, &recv, blk, c);
 }
 
+/* Nonblocking and persistent: the same sides as a device operation step. */
+static int device_allgather_step(struct hashi_sched *s, const void *sendbuf, MPI_Count scount,
+                                 const struct MPI_ABI_Datatype *st, MPI_Datatype stype, void *recvbuf,
+                                 MPI_Count rcount, const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype,
+                                 struct MPI_ABI_Comm *c)
+{
+    size_t blk = (size_t)hashi_type_bytes(rt, rcount);
+    int n = c->size;
+    struct hashi_coll_device_side send =
+        sendbuf == MPI_IN_PLACE
+            ? (struct hashi_coll_device_side){ (char *)recvbuf + (MPI_Aint)c->rank * rcount * hashi_type_extent(rt),
+                                               rcount, rt, blk, 1 }
+            : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
+    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, blk * (size_t)n, 0 };
+    return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLGATHER, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
+                                         &recv, rtype, blk, c);
+}
+
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                      void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                      MPI_Datatype rtype, MPI_Comm comm, int is_v)
@@ -248,7 +266,11 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
         (rc = hashi_coll_hier_allgather(NULL, sendbuf, scount, stype, recvbuf, rcount, rtype, c)) != HASHI_COLL_FLAT)
         return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(call->func, comm, rc, "the node-aware allgather failed");
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s && !is_v)
+    /* Nonblocking and persistent: the device's operation where it takes the call. */
+    rc = s && call->mode != HASHI_COLL_BLOCKING && !is_v
+             ? device_allgather_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, c)
+             : HASHI_DEVICE_COLL_DECLINE;
+    if (s && !is_v && rc == HASHI_DEVICE_COLL_DECLINE)
         rc = hashi_coll_hier_allgather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, c);
     if (s && (is_v || rc == HASHI_COLL_FLAT))
         rc = hashi_coll_build_allgather(s, c, sendbuf, scount, stype, recvbuf, rcount, is_v ? rcounts : NULL, displs,

@@ -150,18 +150,30 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
  * and the count alone, the same on every member. A reduce's root passes its
  * contiguous buffer in place as is; its recvbuf means nothing elsewhere.
  */
+/* The single basic type a reduction's signature consists of, and how many
+ * of it: what the device sees (0: none, decline). */
+static int device_basic(const struct MPI_ABI_Datatype *t, MPI_Datatype type, MPI_Count count, MPI_Datatype *basic,
+                        MPI_Count *n)
+{
+    *basic = t->predefined ? type : t->basic_type;
+    const struct MPI_ABI_Datatype *b = *basic == MPI_DATATYPE_NULL ? NULL : hashi_type_get(*basic);
+    if (!b || b->size <= 0)
+        return 0;
+    *n = (MPI_Count)((size_t)hashi_type_bytes(t, count) / (size_t)b->size);
+    return 1;
+}
+
 int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                 int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
 {
     int is_root = root < 0 || root == c->rank;
     if (root < 0 ? !hashi_device->coll.allreduce : !hashi_device->coll.reduce)
         return HASHI_DEVICE_COLL_DECLINE;
-    MPI_Datatype basic = t->predefined ? type : t->basic_type;
-    const struct MPI_ABI_Datatype *b = basic == MPI_DATATYPE_NULL ? NULL : hashi_type_get(basic);
-    if (!b || b->size <= 0)
+    MPI_Datatype basic;
+    MPI_Count n;
+    if (!device_basic(t, type, count, &basic, &n))
         return HASHI_DEVICE_COLL_DECLINE;
     size_t bytes = (size_t)hashi_type_bytes(t, count);
-    MPI_Count n = (MPI_Count)(bytes / (size_t)b->size);
     int contig = hashi_type_is_contig_count(t, count);
     if (contig && (sendbuf != MPI_IN_PLACE || root >= 0)) {
         const char *in = (const char *)(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf) + t->true_lb;
@@ -198,6 +210,54 @@ int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count co
     return rc;
 }
 
+/*
+ * Nonblocking and persistent allreduce (root < 0) or reduce: the device's
+ * operation up to its max_bytes (the blocking rule's first case), on the
+ * basic type as above. The device never sees MPI_IN_PLACE, sendbuf ==
+ * recvbuf or a scattered layout: copy steps pack the input into schedule
+ * scratch before it, and unpack a scattered result after it.
+ * HASHI_DEVICE_COLL_DECLINE: nothing added.
+ */
+int hashi_coll_device_reduction_step(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                                     MPI_Datatype type, MPI_Op op, int root, const struct MPI_ABI_Datatype *t,
+                                     struct MPI_ABI_Comm *c)
+{
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    MPI_Datatype basic;
+    MPI_Count n;
+    if (c->size == 1 || count == 0 || bytes > hashi_device->coll.max_bytes || !device_basic(t, type, count, &basic, &n))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int is_root = root < 0 || root == c->rank, contig = hashi_type_is_contig_count(t, count);
+    int mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
+    const char *in = sendbuf == MPI_IN_PLACE ? NULL : (const char *)sendbuf;
+    char *out = is_root && contig ? (char *)recvbuf + t->true_lb : NULL;
+    if (in && contig && (!out || in + t->true_lb != out)) {
+        in += t->true_lb;
+    } else {
+        /* MPI_IN_PLACE (the input is recvbuf) or scattered: packed. */
+        char *packed = hashi_sched_scratch(s, bytes);
+        if (!packed)
+            return MPI_ERR_NO_MEM;
+        rc = hashi_sched_copy(s, in ? in : recvbuf, count, type, packed, (MPI_Count)bytes, MPI_BYTE);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_fence(s);
+        in = packed;
+    }
+    if (rc == MPI_SUCCESS && is_root && !out && !(out = hashi_sched_scratch(s, bytes)))
+        rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_device(s, &(struct hashi_device_coll_args){
+            .kind = root < 0 ? HASHI_DEVICE_OP_ALLREDUCE : HASHI_DEVICE_OP_REDUCE, .comm = c, .sendbuf = in,
+            .recvbuf = out, .bytes = bytes, .count = n, .type = basic, .op = op, .root = root });
+    if (rc == HASHI_DEVICE_COLL_DECLINE) {
+        hashi_sched_rollback(s, mark);
+        return rc;
+    }
+    if (rc == MPI_SUCCESS && is_root && !contig && (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
+        rc = hashi_sched_copy(s, out, (MPI_Count)bytes, MPI_BYTE, recvbuf, count, type);
+    return rc;
+}
+
 static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf, MPI_Count count,
                      MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
@@ -220,7 +280,11 @@ static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, vo
             return hashi_err_comm(call->func, comm, rc, "the device's allreduce failed");
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_allreduce(s, sendbuf, recvbuf, count, type, op, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        rc = hashi_coll_device_reduction_step(s, sendbuf, recvbuf, count, type, op, -1, t, c);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_allreduce(s, sendbuf, recvbuf, count, type, op, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

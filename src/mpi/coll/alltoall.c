@@ -240,6 +240,22 @@ static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct M
     return hashi_coll_device_blocks(hashi_device->coll.alltoall, &send, &recv, blk, c);
 }
 
+/* Nonblocking and persistent: the same sides as a device operation step. */
+static int device_alltoall_step(struct hashi_sched *s, const void *sendbuf, MPI_Count scount,
+                                const struct MPI_ABI_Datatype *st, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                                const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype, size_t blk,
+                                struct MPI_ABI_Comm *c)
+{
+    int n = c->size;
+    size_t total = blk * (size_t)n;
+    struct hashi_coll_device_side send = sendbuf == MPI_IN_PLACE
+                                             ? (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 1 }
+                                             : (struct hashi_coll_device_side){ (void *)sendbuf, scount * n, st, total, 0 };
+    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, total, 0 };
+    return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLTOALL, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
+                                         &recv, rtype, blk, c);
+}
+
 /* ---- the three calls ---- */
 
 static int alltoall(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
@@ -272,7 +288,16 @@ static int alltoall(const struct hashi_coll_call *call, const void *sendbuf, MPI
             return hashi_err_comm(call->func, comm, rc, "the device's alltoall failed");
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s && blk > 0) {
+    /* Nonblocking and persistent: the device's operation where it takes the call. */
+    rc = s && call->mode != HASHI_COLL_BLOCKING && n > 1 && blk > 0
+             ? device_alltoall_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, blk, c)
+             : HASHI_DEVICE_COLL_DECLINE;
+    if (rc != HASHI_DEVICE_COLL_DECLINE) {
+        /* the device's operation, or the error building it */
+    } else if (!s || blk == 0) {
+        rc = MPI_SUCCESS;
+    } else {
+        rc = MPI_SUCCESS;
         enum hashi_alltoall_alg alg = hashi_coll_alltoall_alg(c, blk);
         if (alg == HASHI_ALLTOALL_BRUCK) {
             /* Bruck packs its own copy first: in place needs nothing more. */

@@ -1,6 +1,7 @@
 /*
  * MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init. The blocking form asks the
- * device first (DIMMnet / Maestro barriers in hardware), then the node-aware
+ * device first (DIMMnet / Maestro barriers in hardware), the others offer it
+ * as a device operation step (sched.h), then the node-aware
  * barrier (hier.c: node, leaders, node) on communicators spanning nodes;
  * otherwise, and for the other forms, the node-aware or a dissemination barrier: in round k every rank sends an
  * empty message to rank + 2^k and waits for one from rank - 2^k, so after
@@ -62,7 +63,14 @@ static int barrier(const struct hashi_coll_call *call, MPI_Comm comm)
             return rc;
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_barrier(s, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    /* Nonblocking and persistent: the device's operation where it takes
+     * the communicator (the blocking order: a forced node-aware barrier
+     * first). */
+    if (s && call->mode != HASHI_COLL_BLOCKING && c->size > 1 && !hashi_coll_hier_forced(HASHI_CHOOSE_BARRIER, c))
+        rc = hashi_sched_device(s, &(struct hashi_device_coll_args){ .kind = HASHI_DEVICE_OP_BARRIER, .comm = c });
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_barrier(s, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

@@ -276,6 +276,36 @@ static int device_bcast(void *buf, MPI_Count count, const struct MPI_ABI_Datatyp
     return rc;
 }
 
+/*
+ * Nonblocking and persistent: the device's operation up to its max_bytes
+ * (the blocking rule's first case, the same on every member), as a step
+ * between the packing and unpacking of a non-contiguous layout.
+ * HASHI_DEVICE_COLL_DECLINE: nothing added.
+ */
+static int device_bcast_step(struct hashi_sched *s, void *buf, MPI_Count count, MPI_Datatype type,
+                             const struct MPI_ABI_Datatype *t, int root, struct MPI_ABI_Comm *c)
+{
+    size_t bytes = (size_t)hashi_type_bytes(t, count);
+    if (c->size == 1 || bytes == 0 || bytes > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int contig = hashi_type_is_contig_count(t, count), mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
+    char *dev = contig ? (char *)buf + t->true_lb : hashi_sched_scratch(s, bytes);
+    if (!dev)
+        return MPI_ERR_NO_MEM;
+    if (!contig && c->rank == root && (rc = hashi_sched_copy(s, buf, count, type, dev, (MPI_Count)bytes, MPI_BYTE)) == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_device(s, &(struct hashi_device_coll_args){ .kind = HASHI_DEVICE_OP_BCAST, .comm = c,
+                                                                     .recvbuf = dev, .bytes = bytes, .root = root });
+    if (rc == HASHI_DEVICE_COLL_DECLINE) {
+        hashi_sched_rollback(s, mark);
+        return rc;
+    }
+    if (rc == MPI_SUCCESS && !contig && c->rank != root && (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
+        rc = hashi_sched_copy(s, dev, (MPI_Count)bytes, MPI_BYTE, buf, count, type);
+    return rc;
+}
+
 static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count, MPI_Datatype type, int root,
                  MPI_Comm comm)
 {
@@ -311,7 +341,11 @@ static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count,
         }
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_bcast(s, buf, count, type, root, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        rc = device_bcast_step(s, buf, count, type, t, root, c);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_bcast(s, buf, count, type, root, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

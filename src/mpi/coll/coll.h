@@ -177,6 +177,13 @@ int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, 
 int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                 int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c);
 
+/* The same as a step of a nonblocking or persistent schedule (up to the
+ * device's max_bytes, with the packing it needs): MPI_SUCCESS, an error, or
+ * HASHI_DEVICE_COLL_DECLINE with nothing added (allreduce.c). */
+int hashi_coll_device_reduction_step(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                                     MPI_Datatype type, MPI_Op op, int root, const struct MPI_ABI_Datatype *t,
+                                     struct MPI_ABI_Comm *c);
+
 /* ---- node-aware two-level algorithms (hier.c) ---- */
 
 /*

@@ -195,5 +195,14 @@ struct hashi_coll_device_side {
 int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),
                              const struct hashi_coll_device_side *send, const struct hashi_coll_device_side *recv,
                              size_t blk, struct MPI_ABI_Comm *c);
+/* The same as a step of a nonblocking or persistent schedule: the device's
+ * operation `kind` (device.h: HASHI_DEVICE_OP_ALLTOALL or _ALLGATHER), with
+ * copy steps packing send before it and unpacking recv after it where the
+ * layouts need it (stype, rtype: their handles). Offered up to the device's
+ * max_bytes per block (the blocking rule's first case). MPI_SUCCESS, an
+ * error, or HASHI_DEVICE_COLL_DECLINE with nothing added. */
+int hashi_coll_device_blocks_step(struct hashi_sched *s, int kind, const struct hashi_coll_device_side *send,
+                                  MPI_Datatype stype, const struct hashi_coll_device_side *recv, MPI_Datatype rtype,
+                                  size_t blk, struct MPI_ABI_Comm *c);
 
 #endif

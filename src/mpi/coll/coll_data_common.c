@@ -7,6 +7,8 @@
  */
 #include "mpi/coll/coll_data.h"
 
+#include "device/device.h"
+
 #include <stdlib.h>
 
 #include "mpi/topo.h"
@@ -172,6 +174,34 @@ int hashi_coll_is_root(MPI_Comm comm, int root)
 {
     const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
     return c && c->rank == root;
+}
+
+int hashi_coll_device_blocks_step(struct hashi_sched *s, int kind, const struct hashi_coll_device_side *send,
+                                  MPI_Datatype stype, const struct hashi_coll_device_side *recv, MPI_Datatype rtype,
+                                  size_t blk, struct MPI_ABI_Comm *c)
+{
+    if (c->size < 2 || blk == 0 || blk > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int send_packed = send->must_pack || !hashi_type_is_contig_count(send->type, send->count);
+    int recv_packed = !hashi_type_is_contig_count(recv->type, recv->count);
+    int mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
+    char *src = send_packed ? hashi_sched_scratch(s, send->bytes) : (char *)send->buf + send->type->true_lb;
+    char *dst = recv_packed ? hashi_sched_scratch(s, recv->bytes) : (char *)recv->buf + recv->type->true_lb;
+    if (!src || !dst)
+        return MPI_ERR_NO_MEM;
+    if (send_packed &&
+        (rc = hashi_sched_copy(s, send->buf, send->count, stype, src, (MPI_Count)send->bytes, MPI_BYTE)) == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_device(s, &(struct hashi_device_coll_args){ .kind = (enum hashi_device_coll_kind)kind, .comm = c,
+                                                                     .sendbuf = src, .recvbuf = dst, .bytes = blk });
+    if (rc == HASHI_DEVICE_COLL_DECLINE) {
+        hashi_sched_rollback(s, mark);
+        return rc;
+    }
+    if (rc == MPI_SUCCESS && recv_packed && (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
+        rc = hashi_sched_copy(s, dst, (MPI_Count)recv->bytes, MPI_BYTE, recv->buf, recv->count, rtype);
+    return rc;
 }
 
 int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),

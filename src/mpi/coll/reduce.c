@@ -120,7 +120,11 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
             return hashi_err_comm(func, comm, rc, "the device's reduce failed");
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_reduce(s, sendbuf, recvbuf, count, type, op, root, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        rc = hashi_coll_device_reduction_step(s, sendbuf, recvbuf, count, type, op, root, t, c);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_reduce(s, sendbuf, recvbuf, count, type, op, root, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

@@ -21,6 +21,8 @@
 #include "mpi/coll/sched.h"
 
 #include "mpi/coll/coll.h"
+
+#include "device/device.h"
 #include "mpi/comm.h"
 #include "mpi/datatype.h"
 #include "mpi/p2p.h"
@@ -30,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum step_kind { STEP_SEND, STEP_RECV, STEP_REDUCE, STEP_COPY, STEP_CALLBACK, STEP_SUB, STEP_FENCE };
+enum step_kind { STEP_SEND, STEP_RECV, STEP_REDUCE, STEP_COPY, STEP_CALLBACK, STEP_SUB, STEP_DEVICE, STEP_FENCE };
 
 struct sched_step {
     enum step_kind kind;
@@ -43,8 +45,10 @@ struct sched_step {
         } copy;
         struct { int (*fn)(struct hashi_sched *s, void *arg); void *arg; } cb;
         struct hashi_sched *sub;    /* a schedule on another communicator, owned */
+        struct hashi_device_coll_op *dev;   /* the device's operation, owned */
     } u;
     struct MPI_ABI_Request *req;    /* send / receive in flight */
+    int dev_running;                /* STEP_DEVICE: started and not yet seen complete */
 };
 
 /* Steps kept inside the schedule object: enough for the trees, recursive
@@ -212,6 +216,9 @@ static void release_step_refs(struct sched_step *st)
     case STEP_SUB:
         hashi_sched_destroy(st->u.sub);
         break;
+    case STEP_DEVICE:
+        hashi_device->coll.op_free(st->u.dev);
+        break;
     case STEP_COPY:
         if (!hashi_handle_is_predefined(st->u.copy.stype))
             hashi_type_release(hashi_type_get(st->u.copy.stype));
@@ -271,6 +278,7 @@ static struct sched_step *add_step(struct hashi_sched *s, enum step_kind kind)
     struct sched_step *st = &s->steps[s->nsteps++];
     st->kind = kind;
     st->req = NULL;
+    st->dev_running = 0;
     return st;
 }
 
@@ -365,6 +373,31 @@ int hashi_sched_sub(struct hashi_sched *s, struct hashi_sched *sub)
     }
     st->u.sub = sub;
     return MPI_SUCCESS;
+}
+
+int hashi_sched_mark(const struct hashi_sched *s)
+{
+    return s->nsteps;
+}
+
+void hashi_sched_rollback(struct hashi_sched *s, int mark)
+{
+    while (s->nsteps > mark)
+        release_step_refs(&s->steps[--s->nsteps]);
+}
+
+int hashi_sched_device(struct hashi_sched *s, const struct hashi_device_coll_args *args)
+{
+    const struct hashi_device_coll_ops *ops = &hashi_device->coll;
+    if (!ops->op_init)
+        return HASHI_DEVICE_COLL_DECLINE;
+    struct sched_step *st = add_step(s, STEP_DEVICE);
+    if (!st)
+        return MPI_ERR_NO_MEM;
+    int rc = ops->op_init(args, &st->u.dev);
+    if (rc != MPI_SUCCESS)
+        s->nsteps--;   /* declined or failed: no step */
+    return rc;
 }
 
 int hashi_sched_fence(struct hashi_sched *s)
@@ -471,6 +504,10 @@ static void start_round(struct hashi_sched *s)
             reset(st->u.sub);
             advance(st->u.sub);
             break;
+        case STEP_DEVICE:
+            rc = hashi_device->coll.op_start(st->u.dev);
+            st->dev_running = rc == MPI_SUCCESS;
+            break;
         }
         if (rc != MPI_SUCCESS) {
             /* Post nothing more; the round still waits for what it posted. */
@@ -496,6 +533,19 @@ static int advance(struct hashi_sched *s)
         if (s->running) {
             for (int i = s->scan; i < s->round_end; i++) {
                 struct sched_step *st = &s->steps[i];
+                if (st->kind == STEP_DEVICE) {
+                    if (!st->dev_running)
+                        continue;
+                    int done = 0, err = hashi_device->coll.op_progress(st->u.dev, &done);
+                    if (err == MPI_SUCCESS && !done) {
+                        s->scan = i;
+                        return 0;
+                    }
+                    st->dev_running = 0;
+                    if (err != MPI_SUCCESS && s->error == MPI_SUCCESS)
+                        s->error = err;
+                    continue;
+                }
                 if (st->kind == STEP_SUB) {
                     if (!advance(st->u.sub)) {
                         s->scan = i;

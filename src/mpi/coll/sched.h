@@ -71,6 +71,22 @@ int hashi_sched_callback(struct hashi_sched *s, int (*fn)(struct hashi_sched *s,
  * it, also when adding the step fails); persistent replays rerun it. */
 int hashi_sched_sub(struct hashi_sched *s, struct hashi_sched *sub);
 
+/*
+ * Offer the collective `args` describes to the device as one step, a
+ * *device operation* (device.h, op_init): MPI_SUCCESS when the device took
+ * it (the step starts with its round and completes when the device says
+ * so; a persistent replay starts it again), HASHI_DEVICE_COLL_DECLINE when
+ * it did not (nothing added: build the generic algorithm), or an error.
+ * Callers offer it only on grounds every member shares (select.c), as for
+ * the blocking entries, and put it in a round of its own.
+ */
+struct hashi_device_coll_args;
+int hashi_sched_device(struct hashi_sched *s, const struct hashi_device_coll_args *args);
+/* The steps added so far, and dropping those added after such a mark (the
+ * packing around a device operation the device then declined). */
+int hashi_sched_mark(const struct hashi_sched *s);
+void hashi_sched_rollback(struct hashi_sched *s, int mark);
+
 /* End the current round. */
 int hashi_sched_fence(struct hashi_sched *s);
 
