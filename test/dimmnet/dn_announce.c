@@ -50,30 +50,12 @@
 static int rank, size;
 enum { GO_TAG = 30000, DONE_TAG = 30001 };
 
-#define GUARD 256
-static unsigned char *guarded(size_t n)
-{
-    unsigned char *p = malloc(n + 2 * GUARD);
-    CHECK(p, "out of memory for %zu bytes", n);
-    memset(p, 0xee, n + 2 * GUARD);
-    return p + GUARD;
-}
 
-static void guarded_free(unsigned char *p)
-{
-    free(p - GUARD);
-}
-
-static void check_untouched(const unsigned char *p, size_t n, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK(p[i] == 0xee, "%s: byte %zu outside the receive buffer was overwritten (%u)", what, i, p[i]);
-}
 
 static void check_guards(const unsigned char *buf, size_t n)
 {
-    check_untouched(buf - GUARD, GUARD, "before");
-    check_untouched(buf + n, GUARD, "after");
+    check_untouched(buf - DN_GUARD, DN_GUARD, "before");
+    check_untouched(buf + n, DN_GUARD, "after");
 }
 
 static void go(int to)

@@ -37,26 +37,7 @@
 
 static int rank, size;
 
-static void check_untouched(const unsigned char *p, size_t n, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        CHECK(p[i] == 0xee, "%s: byte %zu outside the receive buffer was overwritten (%u)", what, i, p[i]);
-}
 
-/* A buffer with GUARD bytes of 0xee on either side. */
-#define GUARD 4096
-static unsigned char *guarded(size_t n)
-{
-    unsigned char *p = malloc(n + 2 * GUARD);
-    CHECK(p, "out of memory for %zu bytes", n);
-    memset(p, 0xee, n + 2 * GUARD);
-    return p + GUARD;
-}
-
-static void guarded_free(unsigned char *p)
-{
-    free(p - GUARD);
-}
 
 /* Rank 0 sends n bytes to rank 1 with the receive first or the send first. */
 static void one_transfer(size_t n, int idx, int recv_first, int sync)
@@ -90,8 +71,8 @@ static void one_transfer(size_t n, int idx, int recv_first, int sync)
         }
         check_status(&st, 0, tag, n);
         verify(buf, n, 0, idx, recv_first ? "receive-first" : "send-first");
-        check_untouched(buf - GUARD, GUARD, "before");
-        check_untouched(buf + n, GUARD, "after");
+        check_untouched(buf - DN_GUARD, DN_GUARD, "before");
+        check_untouched(buf + n, DN_GUARD, "after");
     } else {
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     }
@@ -160,7 +141,7 @@ static void mode_both(int count)
     for (int i = 0; i < count; i++) {
         check_status(&st[i], peer, i, both_size(i));
         verify(rbuf[i], both_size(i), peer, i, "both ways");
-        check_untouched(rbuf[i] + both_size(i), GUARD, "after");
+        check_untouched(rbuf[i] + both_size(i), DN_GUARD, "after");
         guarded_free(rbuf[i]);
         guarded_free(sbuf[i]);
     }
@@ -211,7 +192,7 @@ static void mode_anysource(int count)
         next[src]++;
         check_status(&st[i], src, idx, any_size(src, idx));
         verify(buf[i], any_size(src, idx), src, idx, "ANY_SOURCE");
-        check_untouched(buf[i] + maxb, GUARD, "after");
+        check_untouched(buf[i] + maxb, DN_GUARD, "after");
         guarded_free(buf[i]);
     }
     free(buf);
@@ -256,8 +237,8 @@ static void mode_truncate(void)
                       n, m, cls);
                 check_status(&st, 0, tag, m);
                 verify(buf, m, 0, idx, "truncated");
-                check_untouched(buf - GUARD, GUARD, "before");
-                check_untouched(buf + m, GUARD, "after");
+                check_untouched(buf - DN_GUARD, DN_GUARD, "before");
+                check_untouched(buf + m, DN_GUARD, "after");
                 guarded_free(buf);
             } else {
                 CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -307,8 +288,8 @@ static void mode_derived(void)
                 if (b + 1 < COUNT)
                     check_untouched(at + blk, gap, "a gap of the vector");
             }
-            check_untouched(buf - GUARD, GUARD, "before");
-            check_untouched(buf + span, GUARD, "after");
+            check_untouched(buf - DN_GUARD, DN_GUARD, "before");
+            check_untouched(buf + span, DN_GUARD, "after");
             free(expect);
             guarded_free(buf);
         } else {

@@ -189,6 +189,20 @@ int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm 
     return build_allgather(s, c, sendbuf, scount, stype, &l);
 }
 
+/* What the device sees of both buffers; in place, this rank's block of
+ * recvbuf is the input. */
+static void allgather_sides(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
+                            MPI_Count rcount, const struct MPI_ABI_Datatype *rt, size_t blk,
+                            const struct MPI_ABI_Comm *c, struct hashi_coll_device_side *send,
+                            struct hashi_coll_device_side *recv)
+{
+    *send = sendbuf == MPI_IN_PLACE
+                ? (struct hashi_coll_device_side){ (char *)recvbuf + (MPI_Aint)c->rank * rcount * hashi_type_extent(rt),
+                                                   rcount, rt, blk, 1 }
+                : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
+    *recv = (struct hashi_coll_device_side){ recvbuf, rcount * c->size, rt, blk * (size_t)c->size, 0 };
+}
+
 /*
  * The device's allgather (blocking MPI_Allgather): one block out, n in rank
  * order, as contiguous bytes, where select.c offers it; other layouts and
@@ -203,13 +217,8 @@ static int device_allgather(const void *sendbuf, MPI_Count scount, const struct 
     if (!hashi_device->coll.allgather || n < 2 || blk == 0 ||
         !hashi_coll_device_data_ok(HASHI_DEVICE_ALLGATHER, c, blk))
         return HASHI_DEVICE_COLL_DECLINE;
-    /* In place, this rank's block of recvbuf is the input. */
-    struct hashi_coll_device_side send =
-        sendbuf == MPI_IN_PLACE
-            ? (struct hashi_coll_device_side){ (char *)recvbuf + (MPI_Aint)c->rank * rcount * hashi_type_extent(rt),
-                                               rcount, rt, blk, 1 }
-            : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
-    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, blk * (size_t)n, 0 };
+    struct hashi_coll_device_side send, recv;
+    allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
     return hashi_coll_device_blocks(hashi_device->coll.allgather, &send, &recv, blk, c);
 }
 
@@ -220,13 +229,8 @@ static int device_allgather_step(struct hashi_sched *s, const void *sendbuf, MPI
                                  struct MPI_ABI_Comm *c)
 {
     size_t blk = (size_t)hashi_type_bytes(rt, rcount);
-    int n = c->size;
-    struct hashi_coll_device_side send =
-        sendbuf == MPI_IN_PLACE
-            ? (struct hashi_coll_device_side){ (char *)recvbuf + (MPI_Aint)c->rank * rcount * hashi_type_extent(rt),
-                                               rcount, rt, blk, 1 }
-            : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
-    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, blk * (size_t)n, 0 };
+    struct hashi_coll_device_side send, recv;
+    allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
     return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLGATHER, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
                                          &recv, rtype, blk, c);
 }

@@ -219,6 +219,19 @@ static int alltoall_bruck(struct hashi_sched *s, const struct MPI_ABI_Comm *c, c
 
 /* ---- the device's alltoall (blocking calls) ---- */
 
+/* What the device sees of both buffers; in place, recvbuf is also the input. */
+static void alltoall_sides(const void *sendbuf, MPI_Count scount, const struct MPI_ABI_Datatype *st, void *recvbuf,
+                           MPI_Count rcount, const struct MPI_ABI_Datatype *rt, size_t blk,
+                           const struct MPI_ABI_Comm *c, struct hashi_coll_device_side *send,
+                           struct hashi_coll_device_side *recv)
+{
+    int n = c->size;
+    size_t total = blk * (size_t)n;
+    *send = sendbuf == MPI_IN_PLACE ? (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 1 }
+                                    : (struct hashi_coll_device_side){ (void *)sendbuf, scount * n, st, total, 0 };
+    *recv = (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 0 };
+}
+
 /*
  * Contiguous bytes to the device where select.c offers it: buffers whose n
  * blocks are contiguous go in place, others (and MPI_IN_PLACE's input) are
@@ -230,13 +243,8 @@ static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct M
 {
     if (!hashi_device->coll.alltoall || !hashi_coll_device_data_ok(HASHI_DEVICE_ALLTOALL, c, blk))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size;
-    size_t total = blk * (size_t)n;
-    /* In place, recvbuf is also the input. */
-    struct hashi_coll_device_side send = sendbuf == MPI_IN_PLACE
-                                             ? (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 1 }
-                                             : (struct hashi_coll_device_side){ (void *)sendbuf, scount * n, st, total, 0 };
-    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, total, 0 };
+    struct hashi_coll_device_side send, recv;
+    alltoall_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
     return hashi_coll_device_blocks(hashi_device->coll.alltoall, &send, &recv, blk, c);
 }
 
@@ -246,12 +254,8 @@ static int device_alltoall_step(struct hashi_sched *s, const void *sendbuf, MPI_
                                 const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype, size_t blk,
                                 struct MPI_ABI_Comm *c)
 {
-    int n = c->size;
-    size_t total = blk * (size_t)n;
-    struct hashi_coll_device_side send = sendbuf == MPI_IN_PLACE
-                                             ? (struct hashi_coll_device_side){ recvbuf, rcount * n, rt, total, 1 }
-                                             : (struct hashi_coll_device_side){ (void *)sendbuf, scount * n, st, total, 0 };
-    struct hashi_coll_device_side recv = { recvbuf, rcount * n, rt, total, 0 };
+    struct hashi_coll_device_side send, recv;
+    alltoall_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
     return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLTOALL, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
                                          &recv, rtype, blk, c);
 }
