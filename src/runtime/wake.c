@@ -316,6 +316,9 @@ void hashi_wake_peer(int world_rank)
     struct wake_word *w = &segment->words[local_index[world_rank]];
     store_load_fence();
     if (atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
+        /* Pairs with the sleeper's announcement, which follows its in_poll
+         * store: a rank seen asleep is seen with its way of sleeping. */
+        atomic_thread_fence(memory_order_acquire);
         atomic_fetch_add(&w->seq, 1);
         int fd = fifo_fd[local_index[world_rank]];
         if (atomic_load_explicit(&w->in_poll, memory_order_relaxed) && fd >= 0) {
