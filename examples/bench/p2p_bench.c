@@ -7,10 +7,12 @@
  *   p2p_bench bibw    [max_bytes]   windows both ways at once (MB/s)
  *   p2p_bench mrate   [max_bytes]   messages per second, window of 64
  *   p2p_bench paper   [max_bytes]   DIMMnet paper's ping-pong: Irecv, Barrier, Send, Wait
- * Ranks 0 and 1 measure; any further ranks just wait in a receive (the
- * oversubscription case: they must not slow the pair down). The pair
- * synchronises on a communicator of its own: a barrier on MPI_COMM_WORLD
- * would wait for the bystanders, which sit in their receive until the end.
+ * A third argument names rank 0's partner (default 1), e.g. a rank on another
+ * node. The pair measures; any further ranks just wait in a receive (the
+ * oversubscription case: they must not slow the pair down, and the pair's
+ * messages must wake a waiting partner). The pair talks on a communicator
+ * of its own: a barrier on MPI_COMM_WORLD would wait for the bystanders,
+ * which sit in their receive until the end.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@
 
 #define WINDOW 64
 
-static MPI_Comm pair; /* ranks 0 and 1 */
+static MPI_Comm pair; /* rank 0 and its partner, ranks 0 and 1 in it */
 
 static int iterations(size_t bytes, int base)
 {
@@ -40,21 +42,21 @@ static double latency(char *buf, size_t bytes, int rank, int iters, int paper)
         }
         if (paper) {
             /* The DIMMnet paper's ping-pong: receive posted first, synchronised. */
-            MPI_Irecv(buf, (int)bytes, MPI_CHAR, 1 - rank, 1, MPI_COMM_WORLD, &req);
+            MPI_Irecv(buf, (int)bytes, MPI_CHAR, 1 - rank, 1, pair, &req);
             MPI_Barrier(pair);
             if (rank == 0) {
-                MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, pair);
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
             } else {
                 MPI_Wait(&req, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+                MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, pair);
             }
         } else if (rank == 0) {
-            MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-            MPI_Recv(buf, (int)bytes, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, (int)bytes, MPI_CHAR, 1, 1, pair);
+            MPI_Recv(buf, (int)bytes, MPI_CHAR, 1, 1, pair, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+            MPI_Recv(buf, (int)bytes, MPI_CHAR, 0, 1, pair, MPI_STATUS_IGNORE);
+            MPI_Send(buf, (int)bytes, MPI_CHAR, 0, 1, pair);
         }
     }
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
@@ -75,17 +77,17 @@ static double window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters, 
         int sender = rank == 0 || bidir, receiver = rank == 1 || bidir;
         if (receiver)
             for (int w = 0; w < WINDOW; w++)
-                MPI_Irecv(rbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &reqs[n++]);
+                MPI_Irecv(rbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, pair, &reqs[n++]);
         if (sender)
             for (int w = 0; w < WINDOW; w++)
-                MPI_Isend(sbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, MPI_COMM_WORLD, &reqs[n++]);
+                MPI_Isend(sbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1 - rank, 2, pair, &reqs[n++]);
         MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
         /* The receiver's ack closes the window, as in osu_bw. */
         if (!bidir) {
             if (rank == 0)
-                MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, pair, MPI_STATUS_IGNORE);
             else
-                MPI_Send(NULL, 0, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+                MPI_Send(NULL, 0, MPI_CHAR, 0, 3, pair);
         }
     }
     return (MPI_Wtime() - t0) / iters;
@@ -99,8 +101,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "latency";
     size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t)1 << 22;
-    if (size < 2) {
-        if (rank == 0) fprintf(stderr, "p2p_bench needs at least 2 ranks\n");
+    int partner = argc > 3 ? atoi(argv[3]) : 1;
+    if (size < 2 || partner < 1 || partner >= size) {
+        if (rank == 0) fprintf(stderr, "p2p_bench needs at least 2 ranks, and a partner of rank 0 among them\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int is_window = strcmp(mode, "bw") == 0 || strcmp(mode, "bibw") == 0 || strcmp(mode, "mrate") == 0;
@@ -109,11 +112,13 @@ int main(int argc, char **argv)
     memset(sbuf, 'a', span ? span : 1);
     memset(rbuf, 'b', span ? span : 1);
 
-    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
-    if (rank >= 2) {
+    int measuring = rank == 0 || rank == partner;
+    MPI_Comm_split(MPI_COMM_WORLD, measuring ? 0 : MPI_UNDEFINED, rank, &pair);
+    if (!measuring) {
         /* Bystanders wait in a receive that the end of the run satisfies. */
         MPI_Recv(NULL, 0, MPI_CHAR, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
+        MPI_Comm_rank(pair, &rank);
         if (rank == 0) {
             if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0)
                 printf("# %s\n# %-10s %12s\n", mode, "Size", "Latency(us)");
@@ -145,8 +150,9 @@ int main(int argc, char **argv)
                 break;
         }
         if (rank == 0)
-            for (int r = 2; r < size; r++)
-                MPI_Send(NULL, 0, MPI_CHAR, r, 99, MPI_COMM_WORLD);
+            for (int r = 1; r < size; r++)
+                if (r != partner)
+                    MPI_Send(NULL, 0, MPI_CHAR, r, 99, MPI_COMM_WORLD);
     }
     if (pair != MPI_COMM_NULL)
         MPI_Comm_free(&pair);

@@ -218,6 +218,16 @@ struct hashi_device_ops {
     int (*connect)(char *err, size_t errlen);
     /* Release everything (after the finalize fence: no traffic is in flight). */
     void (*finalize)(void);
+    /*
+     * Optional (NULL: none), for a rank that sleeps while it waits
+     * (runtime/wake.h): wait_fd, after init, is a file descriptor that
+     * becomes readable when the device's provider has something for this
+     * rank (a libfabric CQ's wait object), -1 if there is none; trywait, run
+     * in the last poll before blocking on it (with the lock a poll takes),
+     * is 0 when blocking is safe and nonzero when something is pending.
+     */
+    int (*wait_fd)(void);
+    int (*trywait)(void);
     /* Point-to-point, filled by init (a device may choose its shape at run time). */
     struct hashi_device_p2p_ops p2p;
     /* Collectives the device runs itself (all NULL: the generic ones). */

@@ -74,6 +74,8 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
     int concurrent = level == MPI_THREAD_MULTIPLE;
     if (hashi_device_publish_threads(concurrent) != 0)
         init_failed(func, "publishing this rank's thread level through PMIx failed");
+    if (hashi_device->wait_fd && hashi_device->trywait)
+        hashi_wake_use_fd(hashi_device->wait_fd(), hashi_device->trywait);
     if (hashi_wake_create(err, sizeof err) != 0)
         init_failed(func, err);
     if (hashi_topo_publish() != 0)

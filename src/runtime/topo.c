@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TOPO_CPUSET_KEY "hashi.cpuset"
 
@@ -112,4 +113,19 @@ void hashi_topo_decide(void)
                 hashi_job.oversubscribed ? "" : "not ");
     if (hashi_job.oversubscribed)
         bind_round_robin(&all, same_sets);
+}
+
+int hashi_topo_may_oversubscribe(void)
+{
+    const char *mode = hashi_param_str(HASHI_P_OVERSUBSCRIBED);
+    if (strcmp(mode, "yes") == 0 || strcmp(mode, "no") == 0)
+        return strcmp(mode, "yes") == 0;
+    if (hashi_job.singleton || hashi_job.host_local_size < 2)
+        return 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mine;
+    int cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 0;
+    if (cpus <= 1)
+        cpus = online > 0 ? (int)online : 1;
+    return hashi_job.host_local_size > cpus;
 }

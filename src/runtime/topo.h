@@ -16,4 +16,14 @@ void hashi_topo_affinity_string(char *buf, size_t len);
 int hashi_topo_publish(void);
 void hashi_topo_decide(void);
 
+/*
+ * Before the exchange, from what this rank sees alone: whether topo_decide
+ * may find it oversubscribed (devices then open a CQ wait object it can
+ * sleep on). Exact for ranks nobody bound (they share one CPU set); a rank
+ * bound to a single CPU is taken for one a launcher placed on a core of its
+ * own (launchers bind only when every rank has one), unless the machine's
+ * CPUs are fewer than its ranks.
+ */
+int hashi_topo_may_oversubscribe(void);
+
 #endif

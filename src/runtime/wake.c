@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sched.h>
@@ -23,7 +25,12 @@
 struct wake_word {
     _Atomic uint32_t seq;
     _Atomic uint32_t sleeping;
-    char pad[64 - 2 * sizeof(uint32_t)];
+    /* Set once at attach: the owner sleeps in poll(2), wake it through its
+     * FIFO (not the futex). */
+    _Atomic uint32_t in_poll;
+    /* Local peers that opened the owner's FIFO: the last one removes its name. */
+    _Atomic uint32_t fifo_opened;
+    char pad[64 - 4 * sizeof(uint32_t)];
 };
 
 struct wake_segment {
@@ -40,6 +47,17 @@ static int *local_index;        /* world rank -> index among local ranks, -1 if 
 static struct wake_word *my_word;
 static int enabled;
 static char shm_name[128];      /* set when the segment lives in /dev/shm (no job dir) */
+
+/* Sleeping in poll(2): the provider's wait object and the FIFOs. */
+static int provider_fd = -1;
+static int (*provider_trywait)(void);
+static int fd_mode;             /* this rank sleeps in poll(2) */
+static int my_fifo = -1;        /* this rank's FIFO, read and write (O_RDWR: never a POLLHUP) */
+static int *fifo_fd;            /* local index -> that rank's FIFO, write end (-1: none) */
+static uint32_t nlocal_ranks;
+/* This rank's threads asleep in poll(2); the last to leave empties the FIFO. */
+static pthread_mutex_t fifo_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fifo_sleepers;
 
 static int segment_path(char *path, size_t len)
 {
@@ -73,6 +91,81 @@ static int compute_layout(void)
     return n;
 }
 
+void hashi_wake_use_fd(int fd, int (*trywait)(void))
+{
+    provider_fd = trywait ? fd : -1;
+    provider_trywait = trywait;
+}
+
+static void fifo_path(char *path, size_t len, int index)
+{
+    snprintf(path, len, "%s/wake.%d.fifo.%d", hashi_job.job_dir, hashi_job.host_node_id, index);
+}
+
+/*
+ * A rank that may sleep on its provider's fd gets a FIFO in the job
+ * directory before the exchange, so that every local peer finds it at attach.
+ * Without one (no job directory, no wait fd, mkfifo failed) it keeps the
+ * futex: peers look for the FIFO and take its absence for that.
+ */
+static void create_fifo(void)
+{
+    if (provider_fd < 0 || !hashi_job.job_dir[0])
+        return;
+    char path[4200];
+    fifo_path(path, sizeof path, local_index[hashi_job.rank]);
+    if (mkfifo(path, 0600) != 0) {
+        HASHI_DEBUG(1, "wake: mkfifo %s failed (%s): sleeping on the futex word", path, strerror(errno));
+        return;
+    }
+    my_fifo = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (my_fifo < 0) {
+        HASHI_DEBUG(1, "wake: opening %s failed (%s): sleeping on the futex word", path, strerror(errno));
+        unlink(path);
+    }
+}
+
+/* Open every local peer's FIFO (write end; O_RDWR, so that a peer gone
+ * first never makes a write raise SIGPIPE). The last peer to open one
+ * removes its name: the open descriptors are all that is needed. */
+static int open_fifos(char *err, size_t errlen)
+{
+    nlocal_ranks = segment->nlocal;
+    fifo_fd = malloc(sizeof(int) * nlocal_ranks);
+    if (!fifo_fd) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int mine = local_index[hashi_job.rank];
+    for (uint32_t i = 0; i < nlocal_ranks; i++)
+        fifo_fd[i] = -1;
+    fifo_fd[mine] = my_fifo;
+    if (!hashi_job.job_dir[0])
+        return 0;
+    for (uint32_t i = 0; i < nlocal_ranks; i++) {
+        if ((int)i == mine)
+            continue;
+        char path[4200];
+        fifo_path(path, sizeof path, (int)i);
+        int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue; /* that rank sleeps on its futex word */
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_uid != getuid() ||
+            (st.st_mode & 077)) {
+            snprintf(err, errlen, "opening the wake FIFO %s failed: %s", path,
+                     fd < 0 ? strerror(errno) : "not a FIFO of this user with mode 0600");
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        fifo_fd[i] = fd;
+        if (atomic_fetch_add(&segment->words[i].fifo_opened, 1) + 1 == nlocal_ranks - 1)
+            unlink(path);
+    }
+    return 0;
+}
+
 int hashi_wake_create(char *err, size_t errlen)
 {
     if (hashi_job.singleton || hashi_job.host_local_size < 2)
@@ -82,6 +175,7 @@ int hashi_wake_create(char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    create_fifo();
     if (local_index[hashi_job.rank] != 0)
         return 0;
     int is_shm;
@@ -138,7 +232,17 @@ int hashi_wake_attach(char *err, size_t errlen)
         segment = seg;
     }
     my_word = &segment->words[local_index[hashi_job.rank]];
+    if (open_fifos(err, errlen) != 0)
+        return -1;
     enabled = hashi_job.oversubscribed;
+    /* Sleeping in poll(2) pays a trywait per sleep and a byte per wake-up
+     * (docs/p2p.md): only when the rank sleeps at all. */
+    fd_mode = enabled && my_fifo >= 0 && provider_fd >= 0;
+    if (fd_mode)
+        atomic_store(&my_word->in_poll, 1);
+    HASHI_DEBUG(1, "wake: %s", !enabled ? "not sleeping (not oversubscribed)"
+                               : fd_mode ? "sleeping in poll(2) on the provider's wait fd and the wake FIFO"
+                                         : "sleeping on the futex word");
     return 0;
 }
 
@@ -155,6 +259,24 @@ void hashi_wake_unlink(void)
 
 void hashi_wake_detach(void)
 {
+    if (fifo_fd) {
+        for (uint32_t i = 0; i < nlocal_ranks; i++)
+            if (fifo_fd[i] >= 0 && fifo_fd[i] != my_fifo)
+                close(fifo_fd[i]);
+        free(fifo_fd);
+        fifo_fd = NULL;
+    }
+    if (my_fifo >= 0) {
+        /* Normally gone already (the last peer to open it removed it). */
+        char path[4200];
+        fifo_path(path, sizeof path, local_index[hashi_job.rank]);
+        unlink(path);
+        close(my_fifo);
+        my_fifo = -1;
+    }
+    fd_mode = 0;
+    provider_fd = -1;
+    provider_trywait = NULL;
     if (segment)
         munmap(segment, segment_len);
     segment = NULL;
@@ -194,9 +316,61 @@ void hashi_wake_peer(int world_rank)
     struct wake_word *w = &segment->words[local_index[world_rank]];
     store_load_fence();
     if (atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
+        /* Pairs with the sleeper's announcement, which follows its in_poll
+         * store: a rank seen asleep is seen with its way of sleeping. */
+        atomic_thread_fence(memory_order_acquire);
         atomic_fetch_add(&w->seq, 1);
-        futex(&w->seq, FUTEX_WAKE, INT_MAX, NULL);
+        int fd = fifo_fd[local_index[world_rank]];
+        if (atomic_load_explicit(&w->in_poll, memory_order_relaxed) && fd >= 0) {
+            /* Full (-EAGAIN): a wake-up is pending already. */
+            char byte = 0;
+            ssize_t rc = write(fd, &byte, 1);
+            (void)rc;
+        } else {
+            futex(&w->seq, FUTEX_WAKE, INT_MAX, NULL);
+        }
     }
+}
+
+int hashi_wake_arm(void)
+{
+    return fd_mode ? provider_trywait() : 0;
+}
+
+/*
+ * hashi_wake_sleep in poll(2), on the provider's fd and this rank's FIFO. The
+ * same protocol as the futex: announce (sleeping), poll once more (which
+ * ends by arming the provider: hashi_wake_arm), and block unless seq moved.
+ * A waker bumps seq before writing its byte, so a sleeper that saw seq
+ * unmoved finds the byte in the FIFO. A byte stays there while any thread of
+ * this rank sleeps (each of them must see it: one drain would hide it from
+ * the others), and the last thread to leave empties the FIFO, under a lock
+ * that also orders it before any later thread's announcement: a byte written
+ * after that drain belongs to a later wake-up and at worst ends a later sleep
+ * early.
+ */
+static int sleep_in_poll(int (*poll_fn)(void), long timeout_us)
+{
+    pthread_mutex_lock(&fifo_lock);
+    uint32_t seen = atomic_load(&my_word->seq);
+    atomic_fetch_add(&my_word->sleeping, 1);
+    fifo_sleepers++;
+    pthread_mutex_unlock(&fifo_lock);
+    int done = poll_fn();
+    if (done == 0 && atomic_load(&my_word->seq) == seen) {
+        struct pollfd fds[2] = { { .fd = my_fifo, .events = POLLIN }, { .fd = provider_fd, .events = POLLIN } };
+        struct timespec ts = { timeout_us / 1000000, (timeout_us % 1000000) * 1000 };
+        ppoll(fds, 2, &ts, NULL);
+    }
+    pthread_mutex_lock(&fifo_lock);
+    atomic_fetch_sub(&my_word->sleeping, 1);
+    if (--fifo_sleepers == 0) {
+        char sink[256];
+        while (read(my_fifo, sink, sizeof sink) > 0)
+            ;
+    }
+    pthread_mutex_unlock(&fifo_lock);
+    return done;
 }
 
 int hashi_wake_sleep(int (*poll)(void), long timeout_us)
@@ -205,6 +379,8 @@ int hashi_wake_sleep(int (*poll)(void), long timeout_us)
         sched_yield();
         return poll();
     }
+    if (fd_mode)
+        return sleep_in_poll(poll, timeout_us);
     uint32_t seen = atomic_load(&my_word->seq);
     /* A count, not a flag: under MPI_THREAD_MULTIPLE several threads of a
      * rank may sleep here at once, and the first to wake must not hide the

@@ -183,9 +183,37 @@ void hashi_transport_rkey(const struct hashi_tl_mem *mem, int peer, struct hashi
     tl->rkey_pack(mem->tl[tl->id], mem, peer, rkey);
 }
 
+int hashi_transport_wait_fd(void)
+{
+    for (int t = 0; t < HASHI_TL_COUNT; t++)
+        if (active[t] && active[t]->wait_fd && active[t]->wait_fd() >= 0)
+            return active[t]->wait_fd();
+    return -1;
+}
+
+int hashi_transport_trywait(void)
+{
+    for (int t = 0; t < HASHI_TL_COUNT; t++)
+        if (active[t] && active[t]->wait_fd && active[t]->wait_fd() >= 0)
+            return active[t]->trywait();
+    return 0;
+}
+
+/* The caller's poll for hashi_wake_sleep, then arming the wait object that
+ * a rank sleeping in poll(2) blocks on (one thread at a time, as everywhere
+ * in this layer). */
+static int (*wait_poll)(void);
+
+static int poll_and_arm(void)
+{
+    int n = wait_poll();
+    return n ? n : hashi_wake_arm();
+}
+
 int hashi_transport_wait(int (*poll)(void), long timeout_us)
 {
     if (!hashi_wake_enabled())
         return poll();
-    return hashi_wake_sleep(poll, timeout_us);
+    wait_poll = poll;
+    return hashi_wake_sleep(poll_and_arm, timeout_us);
 }

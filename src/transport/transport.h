@@ -123,6 +123,9 @@ struct hashi_tl_ops {
     void (*finalize)(void);
     /* Deliver arrivals, run completions; returns events handled (0: idle). */
     int (*progress)(void);
+    /* Optional (NULL on emu): the wait object of hashi_transport_wait_fd. */
+    int (*wait_fd)(void);
+    int (*trywait)(void);
 
     /*
      * AOTF. Store the low `size` bytes (1, 2, 4, 8) of value at offset of
@@ -295,10 +298,22 @@ void hashi_transport_rkey(const struct hashi_tl_mem *mem, int peer, struct hashi
  * The wait a peer can wake: one idle round for a device's wait loop. Runs
  * poll once more after announcing sleep, then sleeps at most timeout_us
  * unless poll made progress or a local peer's tiny write, block, notify or
- * put woke it (runtime/wake.h; remote traffic ends the sleep by timeout).
+ * put woke it, or (a rank sleeping on the provider's wait fd) anything
+ * arrived over fabric (runtime/wake.h; otherwise remote traffic ends the
+ * sleep by timeout).
  * When sleeping is off (the node is not oversubscribed) it just polls.
  * Returns poll's result, or 0 after a sleep.
  */
 int hashi_transport_wait(int (*poll)(void), long timeout_us);
+
+/*
+ * The wait object of the transports in use, for a device's wait_fd / trywait
+ * (device/device.h): a file descriptor that becomes readable when fabric's
+ * provider has something for this rank, -1 when no transport in use has one
+ * (emu alone: local peers wake the futex word); trywait, right before
+ * blocking on it, 0 when that is safe, nonzero when something is pending.
+ */
+int hashi_transport_wait_fd(void);
+int hashi_transport_trywait(void);
 
 #endif

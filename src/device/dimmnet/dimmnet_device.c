@@ -1546,4 +1546,6 @@ struct hashi_device_ops hashi_device_dimmnet = {
     .init = dn_init,
     .connect = dn_connect,
     .finalize = dn_finalize,
+    .wait_fd = hashi_transport_wait_fd,
+    .trywait = hashi_transport_trywait,
 };

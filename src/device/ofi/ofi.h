@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/fabric/fi_util.h"
+
 struct ofi_op;
 
 /* What an operation is: how to (re)post it and what its completion means. */
@@ -55,6 +57,7 @@ struct hashi_ofi {
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_cq *cq;
+    struct hashi_fi_wait wait;   /* the CQ's wait object (fd -1: none) */
     struct fid_av *av;
     struct fid_ep *ep;
     fi_addr_t *peers;            /* by world rank */

@@ -233,7 +233,8 @@ static int ofi_init(char *err, size_t errlen)
     if ((rc = fi_domain(hashi_ofi.fabric, info, &hashi_ofi.domain, NULL)))
         return fi_fail(err, errlen, "fi_domain", rc);
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED, .size = 0 };
-    if ((rc = fi_cq_open(hashi_ofi.domain, &cq_attr, &hashi_ofi.cq, NULL)))
+    if ((rc = hashi_fi_cq_open(hashi_ofi.fabric, hashi_ofi.domain, info, &cq_attr, &hashi_ofi.cq, &hashi_ofi.wait,
+                               "ofi device")))
         return fi_fail(err, errlen, "fi_cq_open", rc);
     struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t)hashi_job.size };
     if ((rc = fi_av_open(hashi_ofi.domain, &av_attr, &hashi_ofi.av, NULL)))
@@ -519,6 +520,16 @@ static void ofi_finalize(void)
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
 }
 
+static int ofi_wait_fd(void)
+{
+    return hashi_ofi.wait.fd;
+}
+
+static int ofi_trywait(void)
+{
+    return hashi_fi_trywait(&hashi_ofi.wait);
+}
+
 struct hashi_device_ops hashi_device_ofi = {
     .name = "ofi",
     .description = "reference device: libfabric RDM endpoints (FI_PROVIDER), matching by the provider's tagged "
@@ -527,4 +538,6 @@ struct hashi_device_ops hashi_device_ofi = {
     .init = ofi_init,
     .connect = ofi_connect,
     .finalize = ofi_finalize,
+    .wait_fd = ofi_wait_fd,
+    .trywait = ofi_trywait,
 };

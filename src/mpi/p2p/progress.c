@@ -2,10 +2,12 @@
  * Progress: one poll round (the device, then registered engines), and the
  * wait loop every blocking call uses. A rank with a core of its own spins
  * (HASHI_SPIN_COUNT idle polls between yields of its core); an oversubscribed
- * rank spins a twentieth of that, then sleeps on its wake word
- * (runtime/wake.h) until a local peer's send wakes it or the sleep's bound
- * passes: HASHI_SLEEP_US, doubled after every sleep that brought nothing, up
- * to HASHI_SLEEP_MAX_US. Under MPI_THREAD_MULTIPLE a wait gives the global
+ * rank spins a two-thousandth of that, yields for HASHI_YIELD_US, then
+ * sleeps (runtime/wake.h) on its wake word, or in poll(2) on its provider's
+ * wait fd and its wake FIFO when the provider has one (tcp), until a local
+ * peer's send or (poll) anything the provider gets wakes it, or the sleep's
+ * bound passes: HASHI_SLEEP_US, doubled after every sleep that brought
+ * nothing, up to HASHI_SLEEP_MAX_US. Under MPI_THREAD_MULTIPLE a wait gives the global
  * lock up while it yields or sleeps, and to threads blocked on it between
  * polls (docs/threads.md). Also the layer's init and MPI_Finalize's drain.
  */
@@ -96,6 +98,11 @@ static int poll_before_sleep(void)
         current_wait.met = 1;
         n = 1;
     }
+    /* Sleeping in poll(2) on the provider's fd: arm it here, where the lock
+     * is held (the provider serves one thread at a time); a provider with
+     * something pending says so and the rank polls again instead. */
+    if (n == 0)
+        n = hashi_wake_arm();
     return n;
 }
 

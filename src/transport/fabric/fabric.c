@@ -1383,7 +1383,7 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     if ((rc = fi_domain(fab.fabric, info, &fab.domain, NULL)))
         return fail(err, errlen, "fi_domain", rc);
     struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
-    if ((rc = fi_cq_open(fab.domain, &cq_attr, &fab.cq, NULL)))
+    if ((rc = hashi_fi_cq_open(fab.fabric, fab.domain, info, &cq_attr, &fab.cq, &fab.wait, "fabric transport")))
         return fail(err, errlen, "fi_cq_open", rc);
     struct fi_av_attr av_attr = { .type = FI_AV_TABLE, .count = (size_t)hashi_job.size };
     if ((rc = fi_av_open(fab.domain, &av_attr, &fab.av, NULL)))
@@ -1531,6 +1531,16 @@ static void fab_finalize(void)
     memset(&fab, 0, sizeof fab);
 }
 
+static int fab_wait_fd(void)
+{
+    return fab.wait.fd;
+}
+
+static int fab_trywait(void)
+{
+    return hashi_fi_trywait(&fab.wait);
+}
+
 const struct hashi_tl_ops hashi_tl_fabric_ops = {
     .name = "fabric",
     .id = HASHI_TL_FABRIC,
@@ -1540,6 +1550,8 @@ const struct hashi_tl_ops hashi_tl_fabric_ops = {
     .connect = fab_connect,
     .finalize = fab_finalize,
     .progress = fab_progress,
+    .wait_fd = fab_wait_fd,
+    .trywait = fab_trywait,
     .tiny_write = fab_tiny,
     .block_alloc = fab_block_alloc,
     .block_kick = fab_block_kick,

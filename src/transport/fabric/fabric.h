@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "transport/transport.h"
+#include "transport/fabric/fi_util.h"
 
 /*
  * Wire header of every message: the sender (no FI_SOURCE needed), what
@@ -141,6 +142,7 @@ struct fab_state {
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_cq *cq;
+    struct hashi_fi_wait wait;  /* the CQ's wait object (fd -1: none) */
     struct fid_av *av;
     struct fid_ep *ep;
 

@@ -2,10 +2,14 @@
 #include "transport/fabric/fi_util.h"
 
 #include "runtime/log.h"
+#include "runtime/params.h"
 #include "runtime/rt.h"
+#include "runtime/topo.h"
 
 #include <errno.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,4 +94,39 @@ void hashi_fi_unlink_shm_name(struct fid_ep *ep, const char *who)
     const char *name = strncmp(addr, "fi_shm://", 9) == 0 ? addr + 9 : addr;
     if (shm_unlink(name) != 0)
         HASHI_DEBUG(1, "%s: removing the name of shm region %s failed: %s", who, name, strerror(errno));
+}
+
+int hashi_fi_cq_open(struct fid_fabric *fabric, struct fid_domain *domain, const struct fi_info *info,
+                     struct fi_cq_attr *attr, struct fid_cq **cq, struct hashi_fi_wait *w, const char *who)
+{
+    w->fabric = fabric;
+    w->cq = NULL;
+    w->fd = -1;
+    if (hashi_param_int(HASHI_P_WAIT_FD) && !hashi_fi_is_shm(info) && hashi_topo_may_oversubscribe()) {
+        struct fi_cq_attr with = *attr;
+        with.wait_obj = FI_WAIT_FD;
+        with.wait_cond = FI_CQ_COND_NONE;
+        int rc = fi_cq_open(domain, &with, cq, NULL);
+        if (rc == 0) {
+            int fd = -1;
+            if (fi_control(&(*cq)->fid, FI_GETWAIT, &fd) == 0 && fd >= 0) {
+                w->cq = *cq;
+                w->fd = fd;
+                HASHI_DEBUG(1, "%s: the CQ's wait object is fd %d (a sleeping rank blocks on it)", who, fd);
+                return 0;
+            }
+            fi_close(&(*cq)->fid);
+            *cq = NULL;
+        }
+        HASHI_DEBUG(1, "%s: provider %s offers no CQ wait fd (%s): sleeping ranks wait on their futex word",
+                    who, info->fabric_attr->prov_name, rc ? fi_strerror(-rc) : "FI_GETWAIT failed");
+    }
+    attr->wait_obj = FI_WAIT_NONE;
+    return fi_cq_open(domain, attr, cq, NULL);
+}
+
+int hashi_fi_trywait(const struct hashi_fi_wait *w)
+{
+    struct fid *fids[1] = { &w->cq->fid };
+    return fi_trywait(w->fabric, fids, 1) != FI_SUCCESS;
 }

@@ -57,4 +57,33 @@ int hashi_fi_name_shm_endpoint(struct fi_info *info, const char *tag, char *err,
 /* Remove the name of the endpoint's shm region (once every peer mapped it). */
 void hashi_fi_unlink_shm_name(struct fid_ep *ep, const char *who);
 
+/*
+ * A CQ's wait object, for a rank that sleeps while it waits (runtime/wake.h):
+ * a file descriptor that becomes readable when the provider has something
+ * for this rank, and the fabric for fi_trywait. fd is -1 when there is none.
+ */
+struct hashi_fi_wait {
+    struct fid_fabric *fabric;
+    struct fid_cq *cq;
+    int fd;
+};
+
+/*
+ * fi_cq_open, with a wait object (FI_WAIT_FD) when one is useful: the rank
+ * may turn out oversubscribed (hashi_topo_may_oversubscribe), HASHI_WAIT_FD
+ * is on and the provider is not shm (whose CQ nothing signals from outside:
+ * a peer's data lands only in this rank's own progress). A provider that
+ * refuses the wait object gets the CQ without one. *w says what came of it.
+ * 0, or libfabric's negative error code.
+ */
+int hashi_fi_cq_open(struct fid_fabric *fabric, struct fid_domain *domain, const struct fi_info *info,
+                     struct fi_cq_attr *attr, struct fid_cq **cq, struct hashi_fi_wait *w, const char *who);
+
+/*
+ * Right before blocking on w->fd: 0 when the provider agrees (nothing is
+ * pending, the fd will signal what comes), nonzero when something is pending
+ * (read the CQ instead). Under the caller's lock: FI_THREAD_DOMAIN.
+ */
+int hashi_fi_trywait(const struct hashi_fi_wait *w);
+
 #endif
