@@ -8,7 +8,8 @@
  * Every variable here is a monotonically growing 64-bit counter of this
  * process (MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, bound to no
  * object, continuous). Indices never change once given: a component that
- * stops leaves its variables registered, reading what they counted last.
+ * stops leaves its variables registered (reading what its counters hold
+ * then: the last count, or 0 where it clears its state).
  */
 #ifndef HASHI_RUNTIME_PVAR_H
 #define HASHI_RUNTIME_PVAR_H

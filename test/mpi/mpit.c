@@ -10,7 +10,7 @@
  *     MPI_Finalize (the harness checks stderr); bad values are refused and
  *     change nothing; after MPI_Init writes answer MPI_T_ERR_CVAR_SET_NOT_NOW;
  *   - categories hold every control variable exactly once;
- *   - performance variables (dimmnet): a handle of a session counts rank 0's
+ *   - performance variables (dimmnet; on ofi, its ofi_eagain): a handle of a session counts rank 0's
  *     block sends as it sends 10 messages; reset, write and readreset move
  *     the handle's view only; start/stop of a continuous variable; handles
  *     of one session are refused in another;
@@ -220,6 +220,14 @@ static void check_pvars(int rank, int on_dimmnet)
     int rc = MPI_T_pvar_get_index("dimmnet_botf", MPI_T_PVAR_CLASS_COUNTER, &idx);
     if (!on_dimmnet) {
         CHECK(rc == MPI_T_ERR_INVALID_NAME, "dimmnet_botf exists off the dimmnet device (%d)", rc);
+        CHECK_T(MPI_T_pvar_get_index("ofi_eagain", MPI_T_PVAR_CLASS_COUNTER, &idx));
+        int cat = -1, ncat_pvars = 0;
+        CHECK_T(MPI_T_category_get_index("hashi_ofi", &cat));
+        CHECK_T(MPI_T_category_get_info(cat, NULL, NULL, NULL, NULL, NULL, &ncat_pvars, NULL));
+        CHECK(ncat_pvars >= 1, "hashi_ofi holds %d performance variables", ncat_pvars);
+        int in_cat = 0;
+        CHECK_T(MPI_T_category_get_pvars(cat, 1, &in_cat));
+        CHECK(in_cat == idx, "hashi_ofi's first variable is %d, ofi_eagain is %d", in_cat, idx);
         return;
     }
     CHECK(rc == MPI_SUCCESS && idx >= 0 && idx < np, "dimmnet_botf: %d, index %d of %d", rc, idx, np);

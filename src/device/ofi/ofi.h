@@ -76,7 +76,7 @@ struct hashi_ofi {
     uint64_t next_mr_key;
 
     struct ofi_queue tx_pending, rx_pending;  /* refused by the provider, in order */
-    unsigned long eagain_count;              /* diagnostics */
+    uint64_t eagain_count;                   /* diagnostics; MPI_T variable ofi_eagain */
 };
 extern struct hashi_ofi hashi_ofi;
 

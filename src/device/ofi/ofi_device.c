@@ -10,6 +10,7 @@
 #include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
+#include "runtime/pvar.h"
 #include "runtime/rt.h"
 #include "transport/fabric/fi_util.h"
 
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,10 +204,20 @@ static int read_params(enum ofi_matching *want, char *err, size_t errlen)
     return 0;
 }
 
+/* The device's diagnostics as MPI_T performance variables (runtime/pvar.h). */
+static const struct hashi_pvar ofi_pvars[] = {
+    { "ofi_eagain", "hashi_ofi", "operations the provider refused for a while (queued, retried)",
+      &hashi_ofi.eagain_count },
+};
+
 static int ofi_init(char *err, size_t errlen)
 {
     enum ofi_matching want, caps;
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
+    if (hashi_pvar_register(ofi_pvars, (int)(sizeof ofi_pvars / sizeof ofi_pvars[0])) != 0) {
+        snprintf(err, errlen, "ofi device: out of memory registering performance variables");
+        return -1;
+    }
     /* ofi_rxm (the tcp path) accepts only 2048 posted receives by default;
      * receives beyond that wait in rx_pending in posting order, and a program
      * with thousands outstanding (test/p2p/many) could then starve a later
@@ -515,7 +527,7 @@ static void ofi_finalize(void)
     if (hashi_ofi.info_list) fi_freeinfo(hashi_ofi.info_list);
     free(hashi_ofi.peers);
     if (hashi_ofi.eagain_count)
-        HASHI_DEBUG(1, "ofi device: the provider refused %lu operations for a while (queued, retried)",
+        HASHI_DEBUG(1, "ofi device: the provider refused %" PRIu64 " operations for a while (queued, retried)",
                     hashi_ofi.eagain_count);
     memset(&hashi_ofi, 0, sizeof hashi_ofi);
 }

@@ -19,10 +19,12 @@
 #include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/params.h"
+#include "runtime/pvar.h"
 #include "runtime/rt.h"
 #include "runtime/wake.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
@@ -446,7 +448,7 @@ static inline ssize_t cq_read(void)
     ssize_t n = fi_cq_read(fab.cq, res.batch, CQ_BATCH);
     fab.cq_reads++;
     res.cq_seen_empty = n == -FI_EAGAIN;
-    fab.cq_empty_reads += (unsigned long)res.cq_seen_empty;
+    fab.cq_empty_reads += (uint64_t)res.cq_seen_empty;
     return n;
 }
 
@@ -1324,10 +1326,23 @@ static int rxm_check_eager_limit(int raised_limit, char *err, size_t errlen)
     return -1;
 }
 
+/* The transport's diagnostics as MPI_T performance variables (runtime/pvar.h). */
+#define FAB_PVAR(field, what) { "fabric_" #field, "hashi_fabric", what, &fab.field }
+static const struct hashi_pvar fab_pvars[] = {
+    FAB_PVAR(eagain, "operations the provider refused for a while (queued, retried)"),
+    FAB_PVAR(credit_waits, "sends that waited for a peer to credit messages back"),
+    FAB_PVAR(credit_writes, "credits returned by a write of their own (not carried by a message)"),
+    FAB_PVAR(cq_reads, "completion-queue reads"),
+    FAB_PVAR(cq_empty_reads, "completion-queue reads that found nothing"),
+};
+#undef FAB_PVAR
+
 static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
 {
     memset(&fab, 0, sizeof fab);
     memset(&res, 0, sizeof res);
+    if (hashi_pvar_register(fab_pvars, (int)(sizeof fab_pvars / sizeof fab_pvars[0])) != 0)
+        return fail(err, errlen, "registering performance variables", -FI_ENOMEM);
     fab.cfg = *cfg;
     fab.block_max = cfg->net_block_max > cfg->block_max ? cfg->net_block_max : cfg->block_max;
     fab.max_msg = sizeof(struct fab_hdr) + ((fab.block_max + 7) & ~(size_t)7);
@@ -1508,15 +1523,15 @@ static void fab_finalize(void)
     if (fab.fabric) hashi_fi_close(&fab.fabric->fid);
     if (fab.info_list) fi_freeinfo(fab.info_list);
     if (fab.eagain)
-        HASHI_DEBUG(1, "fabric transport: the provider refused %lu operations for a while (queued, retried)",
+        HASHI_DEBUG(1, "fabric transport: the provider refused %" PRIu64 " operations for a while (queued, retried)",
                     fab.eagain);
     free(res.rbufs);
     free(res.rbuf_mem);
     free(res.slab);
     free(res.scratch);
     if (fab.credit_waits)
-        HASHI_DEBUG(1, "fabric transport: waited %lu times for a peer to credit messages back", fab.credit_waits);
-    HASHI_DEBUG(2, "fabric transport: %lu CQ reads, %lu of them empty; %lu credit writes", fab.cq_reads,
+        HASHI_DEBUG(1, "fabric transport: waited %" PRIu64 " times for a peer to credit messages back", fab.credit_waits);
+    HASHI_DEBUG(2, "fabric transport: %" PRIu64 " CQ reads, %" PRIu64 " of them empty; %" PRIu64 " credit writes", fab.cq_reads,
                 fab.cq_empty_reads, fab.credit_writes);
     for (int r = 0; fab.peers && r < hashi_job.size; r++) {
         const struct fab_peer *p = &fab.peers[r];

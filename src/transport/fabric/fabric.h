@@ -163,9 +163,10 @@ struct fab_state {
     int *owed_list;                 /* peers whose credits are due back */
     size_t owed_count;
     struct fab_queue done;          /* put / get completions to report */
-    unsigned long eagain, credit_waits;  /* diagnostics */
-    unsigned long credit_writes;    /* diagnostics: credits returned by a write of their own (not piggy-backed) */
-    unsigned long cq_reads, cq_empty_reads;  /* diagnostics: CQ reads, those that found it empty */
+    /* diagnostics, also MPI_T performance variables (fabric.c: fab_pvars) */
+    uint64_t eagain, credit_waits;
+    uint64_t credit_writes;         /* credits returned by a write of their own (not piggy-backed) */
+    uint64_t cq_reads, cq_empty_reads;  /* CQ reads, those that found it empty */
 };
 extern struct fab_state fab;
 
