@@ -158,8 +158,9 @@ struct dn_stats {
     /* partitioned requests on the device (emu peers): partitions PUSHed
      * into place (as sender), epochs granted (as receiver), partitions
      * readied before their grant and kept until it (as sender), requests
-     * whose offer this rank's receive accepted */
-    uint64_t part_puts, part_grants, part_early, part_accepted;
+     * whose offer this rank's receive accepted; PUSHes (a run of
+     * consecutive partitions readied before the grant goes as one) */
+    uint64_t part_puts, part_grants, part_early, part_accepted, part_pushes;
 };
 
 /* Shared between the device's files. */

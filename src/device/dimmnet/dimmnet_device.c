@@ -1143,13 +1143,25 @@ int hashi_dn_progress(void)
  *   +8   answer: DN_PART_ACCEPT / DN_PART_DECLINE (AOTF, after the body)
  *   +16  body (llcm_write by the receiver): the offset of its arrival words
  *        in its LLCM, then the key of its receive buffer (registered once)
- * The receiver's arrival words (one per partition, in its LLCM) hold the
- * epoch whose bytes landed: MPI_Pready(p) PUSHes partition p into place
- * with a signal storing the epoch into word p, after the data. A Pready
- * before the grant waits in the request (part_early) until a test sees it.
+ * The receiver's arrival words (one per partition, in its LLCM) say which
+ * epoch's bytes landed: MPI_Pready(p) PUSHes partition p into place with a
+ * signal storing DN_PART_ARRIVAL(epoch, p) into word p, after the data. A
+ * Pready before the grant waits in the request (part_early) until a test
+ * sees the grant; then each run of consecutive waiting partitions a..b goes
+ * as one PUSH whose signal stores DN_PART_ARRIVAL(epoch, a) into word b
+ * alone (a put is a system call on emu: one per run, not per partition).
+ * Partition p has arrived when the first word q >= p of this epoch starts
+ * its run at or before p.
  */
+#define DN_PART_FIRST_BITS 20   /* DN_PART_WORDS partitions at most */
+#define DN_PART_ARRIVAL(epoch, first) (((uint64_t)(epoch) << DN_PART_FIRST_BITS) | (uint64_t)(first))
 #define DN_PART_ACCEPT 1
 #define DN_PART_DECLINE 2
+
+struct part_run {
+    struct hashi_device_part *dp;
+    int len;                    /* partitions in the PUSH that starts here */
+};
 
 struct hashi_device_part {
     int peer, is_send, partitions;
@@ -1163,6 +1175,7 @@ struct hashi_device_part {
     uint64_t remote_off;        /* the receiver's arrival words */
     struct hashi_tl_rkey rkey;  /* the receiver's buffer */
     unsigned char *queued;      /* readied, not put yet */
+    struct part_run *runs;      /* by first partition: the PUSHes in flight */
     int nqueued, completed;
     /* receiver */
     struct hashi_tl_mem mem;
@@ -1226,6 +1239,7 @@ static void part_free(struct hashi_device_part *dp)
     if (dp->registered)
         hashi_transport_mem_dereg(&dp->mem);
     free(dp->queued);
+    free(dp->runs);
     free(dp);
 }
 
@@ -1238,10 +1252,13 @@ static int part_emu(int peer)
 static int part_send_offer(int peer, const void *buf, size_t part_bytes, int partitions,
                            struct hashi_device_part **dpp, uint64_t *token)
 {
-    if (!part_emu(peer) || part_bytes == 0 || partitions < 1)
+    if (!part_emu(peer) || part_bytes == 0 || partitions < 1 || partitions > DN_PART_WORDS)
         return HASHI_DEVICE_P2P_DECLINE;
     struct hashi_device_part *dp = calloc(1, sizeof *dp);
-    if (!dp || !(dp->queued = calloc((size_t)partitions, 1))) {
+    if (!dp || !(dp->queued = calloc((size_t)partitions, 1)) ||
+        !(dp->runs = calloc((size_t)partitions, sizeof *dp->runs))) {
+        if (dp)
+            free(dp->queued);
         free(dp);
         return HASHI_DEVICE_P2P_DECLINE;
     }
@@ -1321,35 +1338,41 @@ static int part_granted(const struct hashi_device_part *dp)
 
 static void part_put_done(void *arg, int status)
 {
-    struct hashi_device_part *dp = arg;
+    struct part_run *run = arg;
+    struct hashi_device_part *dp = run->dp;
     if (status != 0 && dp->error == MPI_SUCCESS)
         dp->error = MPI_ERR_OTHER;
-    dp->completed++;
+    dp->completed += run->len;
 }
 
-/* PUSH partition p into place; the signal stores the epoch into its arrival word. */
-static void part_put(struct hashi_device_part *dp, int p)
+/* PUSH partitions a..b into place; the signal stores the run's arrival into word b. */
+static void part_put(struct hashi_device_part *dp, int a, int b)
 {
-    size_t at = (size_t)p * dp->part_bytes;
-    struct hashi_tl_signal sig = { .offset = dp->remote_off + 8 * (uint64_t)p, .value = dp->epoch, .size = 8 };
-    int rc = hashi_tl(dp->peer)->put(dp->peer, dp->buf + at, dp->part_bytes, NULL, &dp->rkey, at, &sig,
-                                     part_put_done, dp);
+    size_t at = (size_t)a * dp->part_bytes, len = (size_t)(b - a + 1) * dp->part_bytes;
+    struct hashi_tl_signal sig = {
+        .offset = dp->remote_off + 8 * (uint64_t)b, .value = DN_PART_ARRIVAL(dp->epoch, a), .size = 8,
+    };
+    struct part_run *run = &dp->runs[a];
+    *run = (struct part_run){ .dp = dp, .len = b - a + 1 };
+    int rc = hashi_tl(dp->peer)->put(dp->peer, dp->buf + at, len, NULL, &dp->rkey, at, &sig, part_put_done, run);
     if (rc == -EAGAIN) {
-        if (!dp->queued[p]) {
-            dp->queued[p] = 1;
-            dp->nqueued++;
+        for (int p = a; p <= b; p++) {
+            if (!dp->queued[p]) {
+                dp->queued[p] = 1;
+                dp->nqueued++;
+            }
         }
         return;
     }
     if (rc != 0) {
-        hashi_log("dimmnet: putting partition %d (%zu bytes) to rank %d failed (%d)", p, dp->part_bytes, dp->peer,
-                  rc);
+        hashi_log("dimmnet: putting partitions %d..%d (%zu bytes) to rank %d failed (%d)", a, b, len, dp->peer, rc);
         if (dp->error == MPI_SUCCESS)
             dp->error = MPI_ERR_OTHER;
-        dp->completed++;
+        dp->completed += b - a + 1;
         return;
     }
-    hashi_dn_stats.part_puts++;
+    hashi_dn_stats.part_puts += (uint64_t)(b - a + 1);
+    hashi_dn_stats.part_pushes++;
 }
 
 static int part_start(struct hashi_device_part *dp)
@@ -1376,13 +1399,20 @@ static int part_ready(struct hashi_device_part *dp, int p)
         hashi_dn_stats.part_early++;
         return MPI_SUCCESS;
     }
-    part_put(dp, p);
+    part_put(dp, p, p);
     return MPI_SUCCESS;
 }
 
+/* The first word at or after p written in this epoch covers p if its run starts at or before p. */
 static int part_arrived(struct hashi_device_part *dp, int p)
 {
-    return load_word(part_word(dp->word + p)) >= dp->epoch;
+    for (int q = p; q < dp->partitions; q++) {
+        uint64_t v = load_word(part_word(dp->word + q));
+        if (v >> DN_PART_FIRST_BITS != dp->epoch)
+            continue;   /* not written in this epoch (yet) */
+        return (int)(v & ((UINT64_C(1) << DN_PART_FIRST_BITS) - 1)) <= p;
+    }
+    return 0;
 }
 
 static int part_test(struct hashi_device_part *dp, int *done)
@@ -1391,17 +1421,29 @@ static int part_test(struct hashi_device_part *dp, int *done)
         if (dp->nqueued && part_granted(dp)) {
             dp->nqueued = 0;
             for (int p = 0; p < dp->partitions; p++) {
-                if (dp->queued[p]) {
-                    dp->queued[p] = 0;
-                    part_put(dp, p);   /* -EAGAIN queues it again */
-                }
+                if (!dp->queued[p])
+                    continue;
+                int b = p;
+                while (b + 1 < dp->partitions && dp->queued[b + 1])
+                    b++;
+                memset(&dp->queued[p], 0, (size_t)(b - p + 1));
+                part_put(dp, p, b);   /* -EAGAIN queues the run again */
+                p = b;
             }
         }
         *done = dp->completed == dp->partitions;
         return dp->error;
     }
-    while (dp->scan < dp->partitions && part_arrived(dp, dp->scan))
-        dp->scan++;
+    /* Past every run in: the first word of this epoch at or after scan ends a run starting at or before it. */
+    while (dp->scan < dp->partitions) {
+        int q = dp->scan;
+        uint64_t v = 0;
+        while (q < dp->partitions && (v = load_word(part_word(dp->word + q))) >> DN_PART_FIRST_BITS != dp->epoch)
+            q++;
+        if (q == dp->partitions || (int)(v & ((UINT64_C(1) << DN_PART_FIRST_BITS) - 1)) > dp->scan)
+            break;
+        dp->scan = q + 1;
+    }
     *done = dp->scan == dp->partitions;
     return dp->error;
 }
@@ -1547,6 +1589,7 @@ static const struct dn_counter dn_counters[] = {
     DN_COUNTER("part_grants", part_grants, "epochs of device-carried partitioned receives granted to the sender"),
     DN_COUNTER("part_early", part_early, "partitions readied before the receiver granted their epoch (kept until it)"),
     DN_COUNTER("part_accepted", part_accepted, "partitioned receives this rank's device took (buffer exposed once)"),
+    DN_COUNTER("part_pushes", part_pushes, "PUSHes of partitions (a run readied before its grant goes as one)"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER
