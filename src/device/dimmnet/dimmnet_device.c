@@ -1684,7 +1684,7 @@ static int dn_init(char *err, size_t errlen)
      * size asked for: the collective area keeps the room it had. */
     dn.part_base = (needed + 63) & ~(size_t)63;
     llcm += dn.part_base - needed + DN_PART_BYTES;
-    dn.part_on = strcasecmp(hashi_param_str(HASHI_P_DIMMNET_PART), "off") != 0;
+    dn.part_on = strcasecmp(hashi_param_str(HASHI_P_DIMMNET_PART), "on") == 0;
     llcm = (llcm + 7) & ~(size_t)7;
     dn.peers = calloc((size_t)dn.npeers, sizeof *dn.peers);
     dn.poll = calloc((size_t)dn.npeers, sizeof *dn.poll);
@@ -1738,7 +1738,7 @@ static int dn_init(char *err, size_t errlen)
     hashi_am_core_set_busy_pull((size_t)hashi_param_int(HASHI_P_DIMMNET_BUSY_PULL_MIN));
     hashi_device_dimmnet.p2p = hashi_am_p2p_ops;
     hashi_dn_coll_ops(&hashi_device_dimmnet.coll);
-    /* Set even when HASHI_DIMMNET_PART=off: a receive still answers an offer. */
+    /* Set even when HASHI_DIMMNET_PART is off: a receive still answers (declines) an offer. */
     hashi_device_dimmnet.part = dn_part_ops;
     return 0;
 }
