@@ -47,10 +47,12 @@ struct dn_area_msg {
 /* ---- LLCM layout (every rank's; offsets are the same job-wide) ----
  *   [0, DN_BARRIER_BYTES)          barrier epoch flags, one word per round
  *   DN_FLAGS_BASE + s * stride     the flag area written by peer s
+ *   part_base (next 64 bytes)      DN_PART_WORDS words of partitioned
+ *                                  requests (dimmnet_device.c)
  *   coll_base + l * coll_stride    the collective area written by the rank
  *                                  with local index l (dimmnet_coll.c):
  *                                  coll_base is the first 64-byte boundary
- *                                  after the last flag area
+ *                                  after the partitioned requests' words
  *   sync_base = coll_base +        counter barriers (dimmnet_coll.c), if
  *     local ranks * coll_stride    they fit: DN_SYNC_SLOTS counter lines,
  *                                  then DN_SYNC_SLOTS release words
