@@ -7,6 +7,9 @@
  *   p2p_bench bibw    [max_bytes]   windows both ways at once (MB/s)
  *   p2p_bench mrate   [max_bytes]   messages per second, window of 64
  *   p2p_bench paper   [max_bytes]   DIMMnet paper's ping-pong: Irecv, Barrier, Send, Wait
+ *   p2p_bench part    [max_bytes]   MPI-4 partitioned ping-pong, 8 partitions of `size`
+ *                                   bytes each way: time per epoch (us), half the round
+ *                                   trip (a fourth argument: the partitions)
  * A third argument names rank 0's partner (default 1), e.g. a rank on another
  * node. The pair measures; any further ranks just wait in a receive (the
  * oversubscription case: they must not slow the pair down, and the pair's
@@ -93,6 +96,38 @@ static double window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters, 
     return (MPI_Wtime() - t0) / iters;
 }
 
+/* Partitioned ping-pong: persistent requests both ways, made once; rank 1
+ * readies its partitions once rank 0's epoch is in. Per epoch: half. */
+static int PART_N = 8;   /* part: argv[4] */
+static double part_epoch(char *sbuf, char *rbuf, size_t bytes, int rank, int iters)
+{
+    MPI_Request sreq, rreq;
+    int other = 1 - rank;
+    MPI_Psend_init(sbuf, PART_N, (int)bytes, MPI_CHAR, other, 5, pair, MPI_INFO_NULL, &sreq);
+    MPI_Precv_init(rbuf, PART_N, (int)bytes, MPI_CHAR, other, 5, pair, MPI_INFO_NULL, &rreq);
+    int warm = iters / 10 + 1;
+    double t0 = 0;
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            MPI_Barrier(pair);
+            t0 = MPI_Wtime();
+        }
+        MPI_Start(&rreq);
+        MPI_Start(&sreq);
+        if (rank == 1)
+            MPI_Wait(&rreq, MPI_STATUS_IGNORE);
+        for (int p = 0; p < PART_N; p++)
+            MPI_Pready(p, sreq);
+        MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+        if (rank == 0)
+            MPI_Wait(&rreq, MPI_STATUS_IGNORE);
+    }
+    double t = (MPI_Wtime() - t0) / iters / 2 * 1e6;
+    MPI_Request_free(&sreq);
+    MPI_Request_free(&rreq);
+    return t;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -107,7 +142,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int is_window = strcmp(mode, "bw") == 0 || strcmp(mode, "bibw") == 0 || strcmp(mode, "mrate") == 0;
-    size_t span = is_window ? max * WINDOW : max;
+    int is_part = strcmp(mode, "part") == 0;
+    if (is_part && argc > 4 && atoi(argv[4]) > 0)
+        PART_N = atoi(argv[4]);
+    size_t span = is_window ? max * WINDOW : is_part ? max * (size_t)PART_N : max;
     char *sbuf = malloc(span ? span : 1), *rbuf = malloc(span ? span : 1);
     memset(sbuf, 'a', span ? span : 1);
     memset(rbuf, 'b', span ? span : 1);
@@ -122,6 +160,8 @@ int main(int argc, char **argv)
         if (rank == 0) {
             if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0)
                 printf("# %s\n# %-10s %12s\n", mode, "Size", "Latency(us)");
+            else if (is_part)
+                printf("# %s: %d partitions of Size bytes\n# %-10s %12s\n", mode, PART_N, "Size", "Epoch(us)");
             else if (strcmp(mode, "mrate") == 0)
                 printf("# %s\n# %-10s %12s\n", mode, "Size", "Messages/s");
             else
@@ -132,6 +172,9 @@ int main(int argc, char **argv)
             double value;
             if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0) {
                 value = latency(sbuf, bytes, rank, iterations(bytes, 10000), strcmp(mode, "paper") == 0);
+            } else if (is_part) {
+                if (bytes == 0) continue;
+                value = part_epoch(sbuf, rbuf, bytes, rank, iterations(bytes * (size_t)PART_N, 5000));
             } else if (is_window) {
                 if (bytes == 0) continue;
                 double t = window(sbuf, rbuf, bytes, rank, iterations(bytes, 200), strcmp(mode, "bibw") == 0);

@@ -207,6 +207,47 @@ struct hashi_device_coll_ops {
     void (*op_free)(struct hashi_device_coll_op *op);
 };
 
+/*
+ * Optional partitioned communication (MPI-4 MPI_Psend_init / MPI_Precv_init)
+ * that a device runs itself: all entries or none (NULL: the generic path of
+ * src/mpi/p2p/partitioned.c, one internal message per sender partition per
+ * epoch, runs unchanged). The MPI layer keeps the argument checks, the
+ * pairing and its one-time hello (sender -> receiver, at the sender's first
+ * MPI_Start); the device moves the bytes. Both sides take the same path
+ * because only one side decides:
+ *   - send_offer (sender, first MPI_Start): the device offers to carry this
+ *     request (*token, nonzero, rides on the hello) or declines
+ *     (HASHI_DEVICE_P2P_DECLINE: no offer, the generic path);
+ *   - recv_accept (receiver, once the hello with an offer is in): accept
+ *     (MPI_SUCCESS, *dp) only if `acceptable` (the MPI layer's own
+ *     conditions: same partition count and total, contiguous receive
+ *     buffer) and the device can; else HASHI_DEVICE_P2P_DECLINE. Either way
+ *     the device answers the sender;
+ *   - send_answer (sender): 1 accepted, 0 declined (the caller frees dp and
+ *     sends generically), -1 not known yet. No partition moves before it.
+ * Data is part_bytes * partitions contiguous bytes at buf on both sides (a
+ * sender packs non-contiguous data into its staging buffer before ready).
+ * Per epoch: start on both sides (the receiver's allows the sender to write
+ * this epoch into its buffer), ready(p) on the sender (the device keeps it
+ * until allowed), arrived(p) on the receiver, and test until *done (the
+ * receiver: every partition in; the sender: every partition's bytes gone),
+ * which returns MPI_SUCCESS or the error class of the epoch. free releases
+ * a request that is not in an epoch.
+ */
+struct hashi_device_part;   /* the device's state for one partitioned request */
+struct hashi_device_part_ops {
+    int (*send_offer)(int peer_world, const void *buf, size_t part_bytes, int partitions,
+                      struct hashi_device_part **dp, uint64_t *token);
+    int (*recv_accept)(int peer_world, uint64_t token, void *buf, size_t part_bytes, int partitions,
+                       int acceptable, struct hashi_device_part **dp);
+    int (*send_answer)(struct hashi_device_part *dp);
+    int (*start)(struct hashi_device_part *dp);
+    int (*ready)(struct hashi_device_part *dp, int partition);
+    int (*arrived)(struct hashi_device_part *dp, int partition);
+    int (*test)(struct hashi_device_part *dp, int *done);
+    void (*free)(struct hashi_device_part *dp);
+};
+
 struct hashi_device_ops {
     const char *name;
     const char *description;
@@ -232,6 +273,8 @@ struct hashi_device_ops {
     struct hashi_device_p2p_ops p2p;
     /* Collectives the device runs itself (all NULL: the generic ones). */
     struct hashi_device_coll_ops coll;
+    /* Partitioned communication the device runs itself (all NULL: generic). */
+    struct hashi_device_part_ops part;
 };
 
 /* What HASHI_DEVICE=auto picks, and why (hashi_info prints it). */

@@ -47,10 +47,12 @@ struct dn_area_msg {
 /* ---- LLCM layout (every rank's; offsets are the same job-wide) ----
  *   [0, DN_BARRIER_BYTES)          barrier epoch flags, one word per round
  *   DN_FLAGS_BASE + s * stride     the flag area written by peer s
+ *   part_base (next 64 bytes)      DN_PART_WORDS words of partitioned
+ *                                  requests (dimmnet_device.c)
  *   coll_base + l * coll_stride    the collective area written by the rank
  *                                  with local index l (dimmnet_coll.c):
  *                                  coll_base is the first 64-byte boundary
- *                                  after the last flag area
+ *                                  after the partitioned requests' words
  *   sync_base = coll_base +        counter barriers (dimmnet_coll.c), if
  *     local ranks * coll_stride    they fit: DN_SYNC_SLOTS counter lines,
  *                                  then DN_SYNC_SLOTS release words
@@ -132,6 +134,14 @@ struct dn_flag_area {
  * rings, one per communicator, after the counter barriers' words. */
 #define DN_CHANNELS 16
 #define DN_CHANNEL_SLOTS 4
+/* Partitioned requests (dimmnet_device.c, "partitioned requests"): a
+ * region of DN_PART_WORDS 8-byte words right after the flag areas (the
+ * collective area starts after it): a sender's slot of DN_PART_SLOT words
+ * (grant epoch, answer, the receiver's arrival offset and key) or a
+ * receiver's arrival words, one per partition. */
+#define DN_PART_WORDS 512
+#define DN_PART_SLOT 8
+#define DN_PART_BYTES (DN_PART_WORDS * 8)
 
 /* Counters (HASHI_DIMMNET_STATS prints them at MPI_Finalize). */
 struct dn_stats {
@@ -147,6 +157,12 @@ struct dn_stats {
      * sender), receives completed by a claim, revoked by MPI_Cancel, and
      * cancels that found their announcement claimed already */
     uint64_t announces, claims, announced, revokes, revokes_lost;
+    /* partitioned requests on the device (emu peers): partitions PUSHed
+     * into place (as sender), epochs granted (as receiver), partitions
+     * readied before their grant and kept until it (as sender), requests
+     * whose offer this rank's receive accepted; PUSHes (a run of
+     * consecutive partitions readied before the grant goes as one) */
+    uint64_t part_puts, part_grants, part_early, part_accepted, part_pushes;
 };
 
 /* Shared between the device's files. */

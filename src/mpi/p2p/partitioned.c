@@ -24,6 +24,11 @@
  *    receives that overlap the asked partition.
  *  - The user's request is the parent of the internal ones: it completes
  *    when the last of them does (hashi_request_complete's parent hook).
+ *  - A device with partitioned entries (device.h, hashi_device_part_ops)
+ *    may carry a request instead: the sender offers it in the hello (a
+ *    device token), the receiver's device accepts or declines and tells the
+ *    sender's, and until that answer the sender's Preadys only mark. A
+ *    declined request runs the generic path above on both sides.
  */
 #include "mpi/p2p/p2p_impl.h"
 #include "runtime/log.h"
@@ -49,7 +54,8 @@ struct part_hello {
     int32_t tag;
     int32_t partitions;         /* the sender's */
     int32_t base_tag;           /* partition p travels with tag base_tag + p */
-    int32_t unused;
+    int32_t dev_offer;          /* the sender's device offers to carry it (dev_token) */
+    uint64_t dev_token;
 };
 
 /* A tag range held by one partitioned send (sorted list, next-fit). */
@@ -103,7 +109,14 @@ struct part_state {
     int pending;                    /* internal requests not complete yet */
     int error;                      /* first failure among them */
     struct part_state *next_waiting;
+    /* Carried by the device (hashi_device->part): DEV_NONE is the generic path. */
+    int dev;                        /* DEV_* */
+    struct hashi_device_part *dp;
+    int on_dev_list;                /* in an epoch (or offered) on part.dev_list */
+    struct part_state *next_dev;
 };
+
+enum { DEV_NONE, DEV_OFFERED, DEV_ON };
 
 static struct {
     int live;                       /* partitioned requests in existence */
@@ -115,6 +128,7 @@ static struct {
     struct part_seq *seqs;
     struct part_tags *tags;         /* reserved data tag ranges, by base */
     int tag_cursor;                 /* next-fit: ranges are not reused soon */
+    struct part_state *dev_list;    /* device-carried requests in an epoch, offers unanswered */
 } part;
 
 static int part_progress(void);
@@ -240,6 +254,31 @@ static void hook_update(void)
     }
 }
 
+/* ---- device-carried requests ---- */
+
+static void dev_list_add(struct part_state *st)
+{
+    if (st->on_dev_list)
+        return;
+    st->on_dev_list = 1;
+    st->next_dev = part.dev_list;
+    part.dev_list = st;
+}
+
+static void dev_list_remove(struct part_state *st)
+{
+    if (!st->on_dev_list)
+        return;
+    for (struct part_state **p = &part.dev_list; *p; p = &(*p)->next_dev) {
+        if (*p == st) {
+            *p = st->next_dev;
+            break;
+        }
+    }
+    st->on_dev_list = 0;
+    st->next_dev = NULL;
+}
+
 /* ---- epochs ---- */
 
 static void epoch_done(struct part_state *st)
@@ -333,6 +372,17 @@ static void recv_post_all(struct part_state *st)
     st->posted = 1;
     st->pending = st->nxfer;
     st->error = MPI_SUCCESS;
+    if (st->dev == DEV_ON) {
+        /* The device lets the sender write this epoch; the hook sees it in. */
+        int rc = hashi_device->part.start(st->dp);
+        if (rc != MPI_SUCCESS) {
+            st->error = rc;
+            epoch_done(st);
+            return;
+        }
+        dev_list_add(st);
+        return;
+    }
     if (st->nxfer == 0) {
         /* no internal requests (could not make them): report that */
         if (st->error == MPI_SUCCESS && !st->mismatch)
@@ -357,6 +407,18 @@ static void hello_attach(struct part_state *st, const struct part_hello *h, int 
                     source_world, st->peer_world);
     if (h->total_bytes != (uint64_t)st->total)
         st->mismatch = h->total_bytes > (uint64_t)st->total ? MPI_ERR_TRUNCATE : MPI_ERR_COUNT;
+    if (h->dev_offer && hashi_device->part.recv_accept) {
+        /* The device answers the sender's either way: both take its path or neither. */
+        int acceptable = !st->mismatch && h->partitions == st->partitions && !st->stage && st->total > 0;
+        if (hashi_device->part.recv_accept(st->peer_world, h->dev_token, st->base, (size_t)st->part_bytes,
+                                           st->partitions, acceptable, &st->dp) == MPI_SUCCESS) {
+            st->dev = DEV_ON;
+            if (st->req->active && !st->posted)
+                recv_post_all(st);
+            return;
+        }
+        st->dp = NULL;
+    }
     MPI_Count sender_part_bytes = h->partitions > 0 ? (MPI_Count)(h->total_bytes / (uint64_t)h->partitions) : 0;
     if (h->partitions <= 0 || xfer_create(st, h->partitions, sender_part_bytes, st->mismatch != 0) != MPI_SUCCESS)
         HASHI_DEBUG(1, "partitioned: no memory for %d partition receives", h->partitions);
@@ -389,10 +451,59 @@ static void hello_deliver(const struct part_hello *h, int source_world)
     *tail = e;
 }
 
-/* The progress hook: hellos that came in. */
-static int part_progress(void)
+/* Sender: the receiver's device answered the offer. Partitions marked
+ * ready so far go now, by the device or as the generic messages. */
+static void dev_answered(struct part_state *st, int accepted)
+{
+    if (accepted) {
+        st->dev = DEV_ON;
+        for (int p = 0; p < st->partitions; p++)
+            if (st->ready[p])
+                hashi_device->part.ready(st->dp, p);   /* the device keeps its own errors */
+        return;
+    }
+    hashi_device->part.free(st->dp);
+    st->dp = NULL;
+    st->dev = DEV_NONE;
+    dev_list_remove(st);
+    for (int p = 0; p < st->partitions; p++)
+        if (st->ready[p])
+            p2p_start_send(st->xfer[p]);   /* a failure completes it with the error */
+}
+
+/* Device-carried requests: answers to offers, epochs that completed. A
+ * completion may free its request: the walk starts over after each event. */
+static int dev_progress(void)
 {
     int done = 0;
+again:
+    for (struct part_state *st = part.dev_list; st; st = st->next_dev) {
+        if (st->dev == DEV_OFFERED) {
+            int answer = hashi_device->part.send_answer(st->dp);
+            if (answer < 0)
+                continue;
+            dev_answered(st, answer);
+            done++;
+            goto again;
+        }
+        int fin = 0;
+        int rc = hashi_device->part.test(st->dp, &fin);
+        if (!fin)
+            continue;
+        dev_list_remove(st);
+        if (rc != MPI_SUCCESS && st->error == MPI_SUCCESS)
+            st->error = rc;
+        epoch_done(st);
+        done++;
+        goto again;
+    }
+    return done;
+}
+
+/* The progress hook: hellos that came in, device-carried epochs. */
+static int part_progress(void)
+{
+    int done = part.dev_list ? dev_progress() : 0;
     while (part.hello_req && hashi_request_is_complete(part.hello_req)) {
         struct MPI_ABI_Request *req = part.hello_req;
         part.hello_req = NULL;
@@ -416,7 +527,7 @@ static int part_progress(void)
 /* ---- the requests' hooks ---- */
 
 /* Sender: the hello, sent once and forgotten (the request frees its copy). */
-static int hello_send(struct part_state *st)
+static int hello_send(struct part_state *st, uint64_t dev_token)
 {
     struct part_hello *h = malloc(sizeof *h);
     struct MPI_ABI_Request *r = hashi_request_alloc(HASHI_REQ_SEND);
@@ -428,7 +539,8 @@ static int hello_send(struct part_state *st)
     }
     *h = (struct part_hello){ .total_bytes = (uint64_t)st->total, .seq = st->seq,
                               .comm_context = st->req->comm->context_id, .source = st->req->comm->rank,
-                              .tag = st->req->tag, .partitions = st->nxfer, .base_tag = st->base_tag };
+                              .tag = st->req->tag, .partitions = st->nxfer, .base_tag = st->base_tag,
+                              .dev_offer = dev_token != 0, .dev_token = dev_token };
     int rc = p2p_prepare_send(r, h, sizeof *h, MPI_BYTE, hashi_type_get(MPI_BYTE), st->peer_world, PART_TAG_HELLO,
                               &hashi_comm_world, PART_CONTEXT_CTRL, HASHI_SEND_STANDARD);
     if (rc == MPI_SUCCESS)
@@ -453,8 +565,21 @@ static int part_start(struct MPI_ABI_Request *req)
     }
     if (st->is_send) {
         if (!st->hello_sent) {
-            int rc = hello_send(st);
+            uint64_t token = 0;
+            if (hashi_device->part.send_offer && st->total > 0 &&
+                hashi_device->part.send_offer(st->peer_world, st->base, (size_t)st->part_bytes, st->partitions,
+                                              &st->dp, &token) == MPI_SUCCESS && token)
+                st->dev = DEV_OFFERED;
+            else if (st->dp) {
+                hashi_device->part.free(st->dp);
+                st->dp = NULL;
+            }
+            int rc = hello_send(st, st->dev == DEV_OFFERED ? token : 0);
             if (rc != MPI_SUCCESS) {
+                if (st->dp)
+                    hashi_device->part.free(st->dp);
+                st->dp = NULL;
+                st->dev = DEV_NONE;
                 /* not started: give the operation's reference back */
                 atomic_store_explicit(&req->complete, 1, memory_order_relaxed);
                 hashi_request_free(req);
@@ -464,6 +589,12 @@ static int part_start(struct MPI_ABI_Request *req)
         }
         memset(st->ready, 0, (size_t)st->partitions);
         st->pending = st->nxfer;
+        if (st->dev != DEV_NONE) {
+            int rc = hashi_device->part.start(st->dp);
+            dev_list_add(st);
+            if (rc != MPI_SUCCESS)
+                st->error = rc;   /* reported when the epoch completes */
+        }
         return MPI_SUCCESS;
     }
     st->posted = 0;
@@ -477,6 +608,10 @@ static void part_free(struct MPI_ABI_Request *req)
     struct part_state *st = req->extra;
     if (!st)
         return;
+    dev_list_remove(st);
+    if (st->dp)
+        hashi_device->part.free(st->dp);
+    st->dp = NULL;
     xfer_free_all(st);
     if (st->tags)
         tags_release(st->tags);
@@ -690,6 +825,10 @@ static int ready_one(const char *func, struct part_state *st, int p)
     if (st->stage && st->part_bytes > 0)
         hashi_type_pack(st->req->user_buf, st->req->count, st->req->type, offset, st->stage + offset,
                         (size_t)st->part_bytes);
+    if (st->dev == DEV_OFFERED)
+        return MPI_SUCCESS;   /* goes once the receiver's device answered (dev_answered) */
+    if (st->dev == DEV_ON)
+        return hashi_device->part.ready(st->dp, p);
     int rc = p2p_start_send(st->xfer[p]);   /* a failure completes it with the error */
     if (rc != MPI_SUCCESS)
         return hashi_err_comm(func, p2p_comm_handle(st->req->comm), rc,
@@ -767,6 +906,8 @@ static int arrived(const struct part_state *st, int q)
 {
     if (!st->posted)
         return 0;
+    if (st->dev == DEV_ON)
+        return hashi_device->part.arrived(st->dp, q);
     if (st->nxfer == 0)
         return 1;   /* failed: completed with the error */
     int lo, hi;
