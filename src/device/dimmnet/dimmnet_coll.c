@@ -65,6 +65,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The hot helpers of the collectives' steps, inlined into every instance
+ * of a step (see step_slots). */
+#define DN_INLINE static inline __attribute__((always_inline))
+
 /* What this rank knows of one peer on the node, in one ring (below). */
 struct coll_peer {
     uint64_t seq;          /* pair sequence of the last collective we exchanged data in */
@@ -172,22 +176,33 @@ static void ring_learn(struct ring *r, int w, uint64_t k)
 
 /* ------------------------------------------------------------ stores */
 
-static int store(int peer, uint64_t offset, uint64_t value)
+static __attribute__((noinline, cold)) int store_failed(int peer, int rc)
+{
+    hashi_log("dimmnet: LLCM collective store to rank %d failed (%d)", peer, rc);
+    return MPI_ERR_OTHER;
+}
+
+/* A flag or word into peer's LLCM (AOTF); inlined into the steps. */
+DN_INLINE int store_word(int peer, uint64_t offset, uint64_t value)
 {
     int rc;
-    while ((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) == -EAGAIN)
-        hashi_dn_progress();
-    if (rc != 0) {
-        hashi_log("dimmnet: LLCM collective store to rank %d failed (%d)", peer, rc);
-        return MPI_ERR_OTHER;
-    }
+    while (__builtin_expect((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) != 0, 0))
+        if (rc != -EAGAIN)
+            return store_failed(peer, rc);
+        else
+            hashi_dn_progress();
     hashi_dn_stats.aotf++;
     return MPI_SUCCESS;
 }
 
+static int store(int peer, uint64_t offset, uint64_t value)
+{
+    return store_word(peer, offset, value);
+}
+
 /* Whether w consumed our payloads in r up to pair sequence `need` (its ack
  * word tells what our broadcasts alone cannot). */
-static int ring_consumed(struct ring *r, int w, uint64_t need)
+DN_INLINE int ring_consumed(struct ring *r, int w, uint64_t need)
 {
     if (r->peer[w].done >= need)
         return 1;
@@ -257,7 +272,7 @@ static inline __attribute__((always_inline)) int ring_write(struct ring *r, int 
         }
     }
     if (rc == MPI_SUCCESS)
-        rc = store(w, off, seq);
+        rc = store_word(w, off, seq);
     if (bytes > 0)
         p->payload[seq & (r->slots - 1)] = p->newest = seq;
     return rc;
@@ -470,8 +485,6 @@ static uint64_t release_off(int slot)
  * folded away (one step function, compiled once per blocking kind and once
  * for any kind).
  */
-#define DN_INLINE static inline __attribute__((always_inline))
-
 /* The targets of our stores in this run, in order (comm ranks): the next
  * rank first, so that not every rank stores to rank 0 first; a reduce's
  * non-root stores to the root alone. */
@@ -600,7 +613,7 @@ DN_INLINE int step_slots(dn_op *op, int kind)
             return 0;
         memcpy(op->recv, ring_data(r, w, seq), op->bytes);
         /* The root learns nothing else from us: tell it the slot is free. */
-        rc = store(w, ring_area(r, co.my_index), seq);
+        rc = store_word(w, ring_area(r, co.my_index), seq);
         op->phase = PH_DONE;
         op->error = rc;
         return 1;
