@@ -186,11 +186,11 @@ static __attribute__((noinline, cold)) int store_failed(int peer, int rc)
 DN_INLINE int store_word(int peer, uint64_t offset, uint64_t value)
 {
     int rc;
-    while (__builtin_expect((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) != 0, 0))
+    while (__builtin_expect((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) != 0, 0)) {
         if (rc != -EAGAIN)
             return store_failed(peer, rc);
-        else
-            hashi_dn_progress();
+        hashi_dn_progress();   /* the transport's queue is full */
+    }
     hashi_dn_stats.aotf++;
     return MPI_SUCCESS;
 }
@@ -230,7 +230,7 @@ static int consumed(void *arg)
  * took everything (*need, 0 before the first try), so that the next
  * slots - 1 stores need no wait: one hand-over per ring, not one per call.
  */
-static inline __attribute__((always_inline)) int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
+DN_INLINE int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
 {
     struct coll_peer *p = &r->peer[w];
     if (bytes == 0 || ring_consumed(r, w, p->payload[seq & (r->slots - 1)])) {
@@ -251,7 +251,7 @@ static inline __attribute__((always_inline)) int may_post(struct ring *r, int w,
  * the flag (issue order per peer makes the flag land last; a payload of up
  * to 48 bytes shares the flag's cache line in the lined layout, one miss
  * for the reader). may_post said yes. */
-static inline __attribute__((always_inline)) int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
+DN_INLINE int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
 {
     struct coll_peer *p = &r->peer[w];
     uint64_t off = ring_slot(r, co.my_index, seq);
@@ -303,7 +303,7 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
  * sequence, never a bit: a stale slot holds seq - slots or less; a larger
  * one is a later flag-only store over ours); then it also finished every
  * earlier pair collective. */
-static inline __attribute__((always_inline)) int ring_arrived(struct ring *r, int w, uint64_t seq)
+DN_INLINE int ring_arrived(struct ring *r, int w, uint64_t seq)
 {
     if (load(ring_slot(r, co.local_index[w], seq)) < seq)
         return 0;
@@ -454,7 +454,7 @@ static struct dn_comm_sync *comm_state(struct MPI_ABI_Comm *c)
  * answer and the members are kept in c's state from the first call (a
  * member loop per call was an eighth of a small blocking barrier in the
  * device); without that state (out of memory), worked out every time. */
-static inline __attribute__((always_inline)) int flat_comm(struct MPI_ABI_Comm *c)
+DN_INLINE int flat_comm(struct MPI_ABI_Comm *c)
 {
     struct dn_comm_sync *st = c->device_state;
     if (__builtin_expect(!st || !st->flat, 0)) {
