@@ -415,9 +415,40 @@ struct hashi_device_coll_op {
     int phase, k, error;
     uint64_t need, gen;
     int dist, round;
+    /* Waiting: the word the step last found short of watch_seq (NULL: none);
+     * until it gets there the step cannot move, and a poll looks at it alone
+     * (op_watching). */
+    const uint64_t *watch;
+    uint64_t watch_seq;
     struct hashi_device_coll_op *next;   /* c's queue */
 };
 typedef struct hashi_device_coll_op dn_op;
+
+/* Whether the word at LLCM offset holds at least v; if not, op waits for it. */
+DN_INLINE int op_reached(dn_op *op, uint64_t offset, uint64_t v)
+{
+    const uint64_t *word = (const uint64_t *)(const void *)(co.llcm + offset);
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) >= v)
+        return 1;
+    op->watch = word;
+    op->watch_seq = v;
+    return 0;
+}
+
+/* A waiting op whose watched word has not moved: no step can help. */
+DN_INLINE int op_watching(const dn_op *op)
+{
+    return op->watch && __atomic_load_n(op->watch, __ATOMIC_RELAXED) < op->watch_seq;
+}
+
+/* ring_arrived for a run: a flag not there yet becomes op's watch. */
+DN_INLINE int op_arrived(dn_op *op, struct ring *r, int w, uint64_t seq)
+{
+    if (!op_reached(op, ring_slot(r, co.local_index[w], seq), seq))
+        return 0;
+    ring_learn(r, w, seq - 1);
+    return 1;
+}
 
 /* A communicator's state: its counter barrier (slot -1: none was free on
  * every member, so it keeps the other barriers; agreed: the first blocking
@@ -508,6 +539,7 @@ DN_INLINE void ring_activate(dn_op *op, int kind)
 {
     op->k = 1;
     op->need = 0;
+    op->watch = NULL;
     op->error = MPI_SUCCESS;
     int receiver = (kind == HASHI_DEVICE_OP_BCAST || kind == HASHI_DEVICE_OP_REDUCE) && op->me != op->root;
     if (receiver) {
@@ -531,6 +563,7 @@ DN_INLINE void op_activate(dn_op *op)
     if (op->variant == V_COUNTER) {
         op->k = 1;
         op->need = 0;
+        op->watch = NULL;
         op->error = MPI_SUCCESS;
         op->gen = ++op->st->gen;
         op->phase = PH_POST;
@@ -539,6 +572,7 @@ DN_INLINE void op_activate(dn_op *op)
     if (op->variant == V_DISSEM) {
         op->k = 1;
         op->need = 0;
+        op->watch = NULL;
         op->error = MPI_SUCCESS;
         op->gen = ++co.epoch;
         op->dist = 1;
@@ -609,7 +643,7 @@ DN_INLINE int step_slots(dn_op *op, int kind)
     if (kind == HASHI_DEVICE_OP_BCAST) {
         int w = op->member[op->root];
         uint64_t seq = op->seq[op->root];
-        if (!ring_arrived(r, w, seq))
+        if (!op_arrived(op, r, w, seq))
             return 0;
         memcpy(op->recv, ring_data(r, w, seq), op->bytes);
         /* The root learns nothing else from us: tell it the slot is free. */
@@ -623,7 +657,7 @@ DN_INLINE int step_slots(dn_op *op, int kind)
          * (predefined ops commute; the order is the members'). */
         for (; op->k < op->n; op->k++) {
             int i = op_target(op, kind, op->k), w = op->member[i];
-            if (!ring_arrived(r, w, op->seq[i]))
+            if (!op_arrived(op, r, w, op->seq[i]))
                 return 0;
             op->fn(ring_data(r, w, op->seq[i]), op->recv, op->count);
             if ((rc = store(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
@@ -633,7 +667,7 @@ DN_INLINE int step_slots(dn_op *op, int kind)
         return 1;
     }
     for (; op->k < op->n; op->k++)
-        if (op->k != op->me && !ring_arrived(r, op->member[op->k], op->seq[op->k]))
+        if (op->k != op->me && !op_arrived(op, r, op->member[op->k], op->seq[op->k]))
             return 0;
     op_gather(op, kind);
     op->phase = PH_DONE;
@@ -670,7 +704,7 @@ DN_INLINE int step_counter(dn_op *op)
         }
         op->phase = PH_WAIT;
     }
-    if (load(release_off(st->slot)) < op->gen)
+    if (!op_reached(op, release_off(st->slot), op->gen))
         return 0;
     op->phase = PH_DONE;
     return 1;
@@ -695,7 +729,7 @@ DN_INLINE int step_dissem(dn_op *op)
                 return op_fail(op, rc);
             op->phase = PH_WAIT;
         }
-        if (load(off) < op->gen)
+        if (!op_reached(op, off, op->gen))
             return 0;
         op->dist *= 2;
         op->round++;
@@ -719,6 +753,8 @@ static int op_step(dn_op *op)
     case PH_QUEUED:
         return 0;
     default:
+        if (op_watching(op))
+            return 0;
         done = op->variant == V_COUNTER ? step_counter(op)
                : op->variant == V_DISSEM ? step_dissem(op)
                                          : step_slots(op, op->kind);
@@ -788,15 +824,27 @@ static int run_now(dn_op *op)
  * is the queue's head while it runs, so that a run started meanwhile (a
  * schedule's later round) waits behind it as the order requires.
  */
-static int blk_barrier(void *op) { return step_slots(op, HASHI_DEVICE_OP_BARRIER); }
-static int blk_raw(void *op) { return step_slots(op, OP_RAW); }
-static int blk_bcast(void *op) { return step_slots(op, HASHI_DEVICE_OP_BCAST); }
-static int blk_allreduce(void *op) { return step_slots(op, HASHI_DEVICE_OP_ALLREDUCE); }
-static int blk_reduce(void *op) { return step_slots(op, HASHI_DEVICE_OP_REDUCE); }
-static int blk_alltoall(void *op) { return step_slots(op, HASHI_DEVICE_OP_ALLTOALL); }
-static int blk_allgather(void *op) { return step_slots(op, HASHI_DEVICE_OP_ALLGATHER); }
-static int blk_counter(void *op) { return step_counter(op); }
-static int blk_dissem(void *op) { return step_dissem(op); }
+/* The wait's predicate: the watched word alone while it has not moved (no
+ * registers to save on that path), else the kind's step. */
+#define BLK_STEP(name, step)                                                                                  \
+    static __attribute__((noinline)) int name##_step(dn_op *op)                                               \
+    {                                                                                                         \
+        return step;                                                                                          \
+    }                                                                                                         \
+    static int name(void *arg)                                                                                \
+    {                                                                                                         \
+        return !op_watching(arg) && name##_step(arg);                                                         \
+    }
+BLK_STEP(blk_barrier, step_slots(op, HASHI_DEVICE_OP_BARRIER))
+BLK_STEP(blk_raw, step_slots(op, OP_RAW))
+BLK_STEP(blk_bcast, step_slots(op, HASHI_DEVICE_OP_BCAST))
+BLK_STEP(blk_allreduce, step_slots(op, HASHI_DEVICE_OP_ALLREDUCE))
+BLK_STEP(blk_reduce, step_slots(op, HASHI_DEVICE_OP_REDUCE))
+BLK_STEP(blk_alltoall, step_slots(op, HASHI_DEVICE_OP_ALLTOALL))
+BLK_STEP(blk_allgather, step_slots(op, HASHI_DEVICE_OP_ALLGATHER))
+BLK_STEP(blk_counter, step_counter(op))
+BLK_STEP(blk_dissem, step_dissem(op))
+#undef BLK_STEP
 
 /* A blocking run on the blocking ring of flat communicator c (flat_comm
  * pointed co.member at its members), with co.member and co.seq as its
