@@ -220,6 +220,32 @@ static void mixed(const struct commx *x, int round)
         check_call(x, &calls[k], "mixed");
 }
 
+/* Blocking barriers while nonblocking runs are outstanding on the
+ * communicator, with no rooted call after any barrier, so that where the
+ * device runs a counter barrier (HASHI_DIMMNET_BARRIER_ALG=counter, or auto
+ * while ranks share cores) every blocking one finds the communicator's
+ * queue busy: it must wait behind the runs there, and those started after
+ * it behind it. */
+static void barriers_among(const struct commx *x, int round)
+{
+    static const int kinds[] = { 0, 2, 4, 5 };   /* Ibarrier, Iallreduce, Iallgather, Ialltoall */
+    struct call calls[DEPTH];
+    MPI_Request reqs[DEPTH];
+    int64_t s = contrib(x->world_of[x->rank], round, 3), t;
+    CHECK_MPI(MPI_Barrier(x->comm));
+    /* not rooted: the barriers below are the counter where it is chosen */
+    CHECK_MPI(MPI_Allreduce(&s, &t, 1, MPI_INT64_T, MPI_SUM, x->comm));
+    CHECK(t == sum_over(x->size, x->world_of, round, 3), "blocking Allreduce gave %lld", (long long)t);
+    for (int k = 0; k < DEPTH; k++) {
+        start_call(x, &calls[k], kinds[k % 4], 60000 + round * 100 + k, &reqs[k]);
+        if (k % 3 == 2)
+            CHECK_MPI(MPI_Barrier(x->comm));
+    }
+    CHECK_MPI(MPI_Waitall(DEPTH, reqs, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < DEPTH; k++)
+        check_call(x, &calls[k], "barriers among");
+}
+
 /* Two duplicates at once, started in opposite orders on odd and even ranks,
  * plus the split communicators. */
 static void concurrent(struct commx *xs, int nx, int round)
@@ -357,6 +383,8 @@ int main(int argc, char **argv)
         deep(&world, round, round % 3);
         storm(&xs[(round + 2) % 4], round);
         mixed(&xs[(round + 1) % 4], round);
+        barriers_among(&xs[(round + 3) % 4], round);
+        barriers_among(&world, round);
         concurrent(xs, 4, round);
         layouts(&xs[round % 4], round);
     }

@@ -65,6 +65,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The hot helpers of the collectives' steps, inlined into every instance
+ * of a step (see step_slots). */
+#define DN_INLINE static inline __attribute__((always_inline))
+
 /* What this rank knows of one peer on the node, in one ring (below). */
 struct coll_peer {
     uint64_t seq;          /* pair sequence of the last collective we exchanged data in */
@@ -90,6 +94,7 @@ struct ring {
 };
 
 struct dn_comm_sync;
+static struct dn_comm_sync *comm_state(struct MPI_ABI_Comm *c);
 
 static struct {
     int flat;              /* the collective areas fit the LLCM: flat collectives run */
@@ -102,8 +107,9 @@ static struct {
     int my_index;
     int *local_index;      /* world rank -> local index, -1 off the node */
     unsigned char *llcm;
-    /* the running blocking collective: members (world ranks) and pair sequences, by comm rank */
-    int *member;
+    /* the running blocking collective: members (world ranks) and pair sequences, by comm rank
+     * (member: its communicator's cached array, flat_comm, or member_buf) */
+    int *member, *member_buf;
     uint64_t *seq;
     uint64_t *seq_in;      /* reduce_segments: co.seq of its first step */
     uint64_t epoch;        /* MPI_COMM_WORLD dissemination barriers so far */
@@ -170,22 +176,33 @@ static void ring_learn(struct ring *r, int w, uint64_t k)
 
 /* ------------------------------------------------------------ stores */
 
-static int store(int peer, uint64_t offset, uint64_t value)
+static __attribute__((noinline, cold)) int store_failed(int peer, int rc)
+{
+    hashi_log("dimmnet: LLCM collective store to rank %d failed (%d)", peer, rc);
+    return MPI_ERR_OTHER;
+}
+
+/* A flag or word into peer's LLCM (AOTF); inlined into the steps. */
+DN_INLINE int store_word(int peer, uint64_t offset, uint64_t value)
 {
     int rc;
-    while ((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) == -EAGAIN)
-        hashi_dn_progress();
-    if (rc != 0) {
-        hashi_log("dimmnet: LLCM collective store to rank %d failed (%d)", peer, rc);
-        return MPI_ERR_OTHER;
+    while (__builtin_expect((rc = hashi_tl(peer)->tiny_write(peer, offset, value, 8)) != 0, 0)) {
+        if (rc != -EAGAIN)
+            return store_failed(peer, rc);
+        hashi_dn_progress();   /* the transport's queue is full */
     }
     hashi_dn_stats.aotf++;
     return MPI_SUCCESS;
 }
 
+static int store(int peer, uint64_t offset, uint64_t value)
+{
+    return store_word(peer, offset, value);
+}
+
 /* Whether w consumed our payloads in r up to pair sequence `need` (its ack
  * word tells what our broadcasts alone cannot). */
-static int ring_consumed(struct ring *r, int w, uint64_t need)
+DN_INLINE int ring_consumed(struct ring *r, int w, uint64_t need)
 {
     if (r->peer[w].done >= need)
         return 1;
@@ -213,7 +230,7 @@ static int consumed(void *arg)
  * took everything (*need, 0 before the first try), so that the next
  * slots - 1 stores need no wait: one hand-over per ring, not one per call.
  */
-static inline __attribute__((always_inline)) int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
+DN_INLINE int may_post(struct ring *r, int w, uint64_t seq, size_t bytes, uint64_t *need)
 {
     struct coll_peer *p = &r->peer[w];
     if (bytes == 0 || ring_consumed(r, w, p->payload[seq & (r->slots - 1)])) {
@@ -234,7 +251,7 @@ static inline __attribute__((always_inline)) int may_post(struct ring *r, int w,
  * the flag (issue order per peer makes the flag land last; a payload of up
  * to 48 bytes shares the flag's cache line in the lined layout, one miss
  * for the reader). may_post said yes. */
-static inline __attribute__((always_inline)) int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
+DN_INLINE int ring_write(struct ring *r, int w, uint64_t seq, const unsigned char *data, size_t bytes)
 {
     struct coll_peer *p = &r->peer[w];
     uint64_t off = ring_slot(r, co.my_index, seq);
@@ -255,7 +272,7 @@ static inline __attribute__((always_inline)) int ring_write(struct ring *r, int 
         }
     }
     if (rc == MPI_SUCCESS)
-        rc = store(w, off, seq);
+        rc = store_word(w, off, seq);
     if (bytes > 0)
         p->payload[seq & (r->slots - 1)] = p->newest = seq;
     return rc;
@@ -286,7 +303,7 @@ static int post(int w, uint64_t seq, const unsigned char *data, size_t bytes)
  * sequence, never a bit: a stale slot holds seq - slots or less; a larger
  * one is a later flag-only store over ours); then it also finished every
  * earlier pair collective. */
-static inline __attribute__((always_inline)) int ring_arrived(struct ring *r, int w, uint64_t seq)
+DN_INLINE int ring_arrived(struct ring *r, int w, uint64_t seq)
 {
     if (load(ring_slot(r, co.local_index[w], seq)) < seq)
         return 0;
@@ -319,9 +336,8 @@ static void wait_arrivals(const int *member, const uint64_t *seq, int n, int ski
 
 /* ------------------------------------------------------------ flat collectives */
 
-/* Whether c is served flat: small enough and every member on this node
- * through emu (the same answer on every member). Fills co.member. */
-static int flat_comm(const struct MPI_ABI_Comm *c)
+/* flat_comm's answer, worked out (members into `member`). */
+static int flat_check(const struct MPI_ABI_Comm *c, int *member)
 {
     if (!co.flat || c->size > co.max_ranks)
         return 0;
@@ -329,10 +345,11 @@ static int flat_comm(const struct MPI_ABI_Comm *c)
         int w = hashi_comm_to_world(c, i);
         if (i != c->rank && (co.local_index[w] < 0 || hashi_tl(w)->id != HASHI_TL_EMU))
             return 0;
-        co.member[i] = w;
+        member[i] = w;
     }
     return 1;
 }
+
 
 /*
  * Channels. Blocking collectives of a correct program meet in one order on
@@ -398,9 +415,40 @@ struct hashi_device_coll_op {
     int phase, k, error;
     uint64_t need, gen;
     int dist, round;
+    /* Waiting: the word the step last found short of watch_seq (NULL: none);
+     * until it gets there the step cannot move, and a poll looks at it alone
+     * (op_watching). */
+    const uint64_t *watch;
+    uint64_t watch_seq;
     struct hashi_device_coll_op *next;   /* c's queue */
 };
 typedef struct hashi_device_coll_op dn_op;
+
+/* Whether the word at LLCM offset holds at least v; if not, op waits for it. */
+DN_INLINE int op_reached(dn_op *op, uint64_t offset, uint64_t v)
+{
+    const uint64_t *word = (const uint64_t *)(const void *)(co.llcm + offset);
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) >= v)
+        return 1;
+    op->watch = word;
+    op->watch_seq = v;
+    return 0;
+}
+
+/* A waiting op whose watched word has not moved: no step can help. */
+DN_INLINE int op_watching(const dn_op *op)
+{
+    return op->watch && __atomic_load_n(op->watch, __ATOMIC_RELAXED) < op->watch_seq;
+}
+
+/* ring_arrived for a run: a flag not there yet becomes op's watch. */
+DN_INLINE int op_arrived(dn_op *op, struct ring *r, int w, uint64_t seq)
+{
+    if (!op_reached(op, ring_slot(r, co.local_index[w], seq), seq))
+        return 0;
+    ring_learn(r, w, seq - 1);
+    return 1;
+}
 
 /* A communicator's state: its counter barrier (slot -1: none was free on
  * every member, so it keeps the other barriers; agreed: the first blocking
@@ -413,12 +461,15 @@ struct dn_comm_sync {
     int after_barrier;     /* the last device call on c was a barrier */
     int next_root;         /* the rooted collective that followed it, or -1 */
     dn_op *head, *tail;
+    int flat;              /* flat_comm: 1 flat, -1 not, 0 not known yet */
+    int member[];          /* flat: world ranks by comm rank (room for c->size up to co.max_ranks) */
 };
 
 static struct dn_comm_sync *comm_state(struct MPI_ABI_Comm *c)
 {
     struct dn_comm_sync *st = c->device_state;
-    if (!st && (st = calloc(1, sizeof *st)) != NULL) {
+    size_t members = c->size <= co.max_ranks ? (size_t)c->size : 0;
+    if (!st && (st = calloc(1, sizeof *st + members * sizeof st->member[0])) != NULL) {
         st->slot = -1;
         st->next_root = -1;
         c->device_state = st;
@@ -426,6 +477,26 @@ static struct dn_comm_sync *comm_state(struct MPI_ABI_Comm *c)
     if (!st)
         hashi_log("dimmnet: out of memory for a communicator's collective state");
     return st;
+}
+
+/* Whether c is served flat: small enough and every member on this node
+ * through emu (the same answer on every member). Points co.member at c's
+ * members. Communicators and the members' transports never change, so the
+ * answer and the members are kept in c's state from the first call (a
+ * member loop per call was an eighth of a small blocking barrier in the
+ * device); without that state (out of memory), worked out every time. */
+DN_INLINE int flat_comm(struct MPI_ABI_Comm *c)
+{
+    struct dn_comm_sync *st = c->device_state;
+    if (__builtin_expect(!st || !st->flat, 0)) {
+        if (!(st = comm_state(c))) {
+            co.member = co.member_buf;
+            return flat_check(c, co.member);
+        }
+        st->flat = flat_check(c, st->member) ? 1 : -1;
+    }
+    co.member = st->member;
+    return st->flat > 0;
 }
 
 static uint64_t counter_off(int slot)
@@ -438,62 +509,87 @@ static uint64_t release_off(int slot)
     return co.sync_base + DN_SYNC_SLOTS * 64 + (uint64_t)slot * 8;
 }
 
+/*
+ * The slot machine's helpers take the kind as an argument: the generic
+ * entries pass op->kind, the blocking runs (run_blocking) a constant, so
+ * that each blocking kind gets the same step with its tests on the kind
+ * folded away (one step function, compiled once per blocking kind and once
+ * for any kind).
+ */
 /* The targets of our stores in this run, in order (comm ranks): the next
  * rank first, so that not every rank stores to rank 0 first; a reduce's
  * non-root stores to the root alone. */
-static int op_targets(const dn_op *op)
+DN_INLINE int op_targets(const dn_op *op, int kind)
 {
-    if (op->kind == HASHI_DEVICE_OP_REDUCE)
+    if (kind == HASHI_DEVICE_OP_REDUCE)
         return op->me != op->root;
     return op->n - 1;
 }
 
-static int op_target(const dn_op *op, int k)
+DN_INLINE int op_target(const dn_op *op, int kind, int k)
 {
-    return op->kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root ? op->root : (op->me + k) % op->n;
+    if (kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)
+        return op->root;
+    int i = op->me + k;   /* 0 < k < n: no division */
+    return i >= op->n ? i - op->n : i;
 }
 
-/* Start running: take the pair sequences (ring), the generation (counter)
- * or the epoch (dissemination). */
-static inline __attribute__((always_inline)) void op_activate(dn_op *op)
+/* Start a run on a ring: take the pair sequences. */
+DN_INLINE void ring_activate(dn_op *op, int kind)
 {
     op->k = 1;
     op->need = 0;
+    op->watch = NULL;
     op->error = MPI_SUCCESS;
-    if (op->variant == V_COUNTER) {
-        op->gen = ++op->st->gen;
-        op->phase = PH_POST;
-        return;
-    }
-    if (op->variant == V_DISSEM) {
-        op->gen = ++co.epoch;
-        op->dist = 1;
-        op->round = 0;
-        op->phase = op->n > 1 ? PH_POST : PH_DONE;
-        return;
-    }
-    int receiver = (op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE) && op->me != op->root;
+    int receiver = (kind == HASHI_DEVICE_OP_BCAST || kind == HASHI_DEVICE_OP_REDUCE) && op->me != op->root;
     if (receiver) {
         /* Pair sequences move only between the root and each other member. */
         op->seq[op->root] = ++op->ring->peer[op->member[op->root]].seq;
-        op->phase = op->kind == HASHI_DEVICE_OP_BCAST ? PH_WAIT : PH_POST;
+        op->phase = kind == HASHI_DEVICE_OP_BCAST ? PH_WAIT : PH_POST;
         return;
     }
     for (int i = 0; i < op->n; i++)
         if (i != op->me)
             op->seq[i] = ++op->ring->peer[op->member[i]].seq;
     op->phase = PH_POST;
-    if (op->kind == HASHI_DEVICE_OP_REDUCE && op->send != op->recv)
+    if (kind == HASHI_DEVICE_OP_REDUCE && op->send != op->recv)
         memcpy(op->recv, op->send, op->bytes);   /* the root's accumulator starts as its own */
+}
+
+/* Start running: take the pair sequences (ring), the generation (counter)
+ * or the epoch (dissemination). */
+DN_INLINE void op_activate(dn_op *op)
+{
+    if (op->variant == V_COUNTER) {
+        op->k = 1;
+        op->need = 0;
+        op->watch = NULL;
+        op->error = MPI_SUCCESS;
+        op->gen = ++op->st->gen;
+        op->phase = PH_POST;
+        return;
+    }
+    if (op->variant == V_DISSEM) {
+        op->k = 1;
+        op->need = 0;
+        op->watch = NULL;
+        op->error = MPI_SUCCESS;
+        op->gen = ++co.epoch;
+        op->dist = 1;
+        op->round = 0;
+        op->phase = op->n > 1 ? PH_POST : PH_DONE;
+        return;
+    }
+    ring_activate(op, op->kind);
 }
 
 /* An exchange's result, once every contribution is in our slots. Every
  * rank computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in
  * op inout, so rank order holds and all results are bit-identical. */
-static void op_gather(dn_op *op)
+DN_INLINE void op_gather(dn_op *op, int kind)
 {
     int n = op->n, me = op->me;
-    switch (op->kind) {
+    switch (kind) {
     case HASHI_DEVICE_OP_ALLREDUCE:
         memcpy(op->recv, n - 1 == me ? op->send : ring_data(op->ring, op->member[n - 1], op->seq[n - 1]), op->bytes);
         for (int i = n - 2; i >= 0; i--)
@@ -522,14 +618,14 @@ static int op_fail(dn_op *op, int rc)
 }
 
 /* The slot variant: stores to the targets, then the arrivals we need. */
-static inline __attribute__((always_inline)) int step_slots(dn_op *op)
+DN_INLINE int step_slots(dn_op *op, int kind)
 {
     struct ring *r = op->ring;
     int rc;
     if (op->phase == PH_POST) {
-        size_t bytes = op->kind == HASHI_DEVICE_OP_BARRIER ? 0 : op->bytes;
-        for (; op->k <= op_targets(op); op->k++) {
-            int i = op_target(op, op->k), w = op->member[i];
+        size_t bytes = kind == HASHI_DEVICE_OP_BARRIER ? 0 : op->bytes;
+        for (int last = op_targets(op, kind); op->k <= last; op->k++) {
+            int i = op_target(op, kind, op->k), w = op->member[i];
             if (!may_post(r, w, op->seq[i], bytes, &op->need))
                 return 0;
             const unsigned char *data = bytes ? op->send + op->each * (size_t)i : NULL;
@@ -537,31 +633,31 @@ static inline __attribute__((always_inline)) int step_slots(dn_op *op)
                 return op_fail(op, rc);
         }
         /* A broadcast's root and a reduce's other members are done. */
-        if (op->kind == HASHI_DEVICE_OP_BCAST || (op->kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)) {
+        if (kind == HASHI_DEVICE_OP_BCAST || (kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)) {
             op->phase = PH_DONE;
             return 1;
         }
         op->phase = PH_WAIT;
-        op->k = op->kind == HASHI_DEVICE_OP_REDUCE ? 1 : 0;
+        op->k = kind == HASHI_DEVICE_OP_REDUCE ? 1 : 0;
     }
-    if (op->kind == HASHI_DEVICE_OP_BCAST) {
+    if (kind == HASHI_DEVICE_OP_BCAST) {
         int w = op->member[op->root];
         uint64_t seq = op->seq[op->root];
-        if (!ring_arrived(r, w, seq))
+        if (!op_arrived(op, r, w, seq))
             return 0;
         memcpy(op->recv, ring_data(r, w, seq), op->bytes);
         /* The root learns nothing else from us: tell it the slot is free. */
-        rc = store(w, ring_area(r, co.my_index), seq);
+        rc = store_word(w, ring_area(r, co.my_index), seq);
         op->phase = PH_DONE;
         op->error = rc;
         return 1;
     }
-    if (op->kind == HASHI_DEVICE_OP_REDUCE) {
+    if (kind == HASHI_DEVICE_OP_REDUCE) {
         /* The root: each contribution in turn, reduced and acknowledged
          * (predefined ops commute; the order is the members'). */
         for (; op->k < op->n; op->k++) {
-            int i = (op->me + op->k) % op->n, w = op->member[i];
-            if (!ring_arrived(r, w, op->seq[i]))
+            int i = op_target(op, kind, op->k), w = op->member[i];
+            if (!op_arrived(op, r, w, op->seq[i]))
                 return 0;
             op->fn(ring_data(r, w, op->seq[i]), op->recv, op->count);
             if ((rc = store(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
@@ -571,9 +667,9 @@ static inline __attribute__((always_inline)) int step_slots(dn_op *op)
         return 1;
     }
     for (; op->k < op->n; op->k++)
-        if (op->k != op->me && !ring_arrived(r, op->member[op->k], op->seq[op->k]))
+        if (op->k != op->me && !op_arrived(op, r, op->member[op->k], op->seq[op->k]))
             return 0;
-    op_gather(op);
+    op_gather(op, kind);
     op->phase = PH_DONE;
     return 1;
 }
@@ -585,7 +681,7 @@ static inline __attribute__((always_inline)) int step_slots(dn_op *op)
  * member's LLCM, rank 0 first (a rooted collective that follows waits for
  * it).
  */
-static int step_counter(dn_op *op)
+DN_INLINE int step_counter(dn_op *op)
 {
     struct dn_comm_sync *st = op->st;
     int rc;
@@ -608,7 +704,7 @@ static int step_counter(dn_op *op)
         }
         op->phase = PH_WAIT;
     }
-    if (load(release_off(st->slot)) < op->gen)
+    if (!op_reached(op, release_off(st->slot), op->gen))
         return 0;
     op->phase = PH_DONE;
     return 1;
@@ -621,7 +717,7 @@ static int step_counter(dn_op *op)
  * per word and growing epochs make a fast rank's early store of the next
  * epoch harmless.
  */
-static int step_dissem(dn_op *op)
+DN_INLINE int step_dissem(dn_op *op)
 {
     while (op->dist < op->n) {
         if (op->round >= DN_BARRIER_ROUNDS)
@@ -633,7 +729,7 @@ static int step_dissem(dn_op *op)
                 return op_fail(op, rc);
             op->phase = PH_WAIT;
         }
-        if (load(off) < op->gen)
+        if (!op_reached(op, off, op->gen))
             return 0;
         op->dist *= 2;
         op->round++;
@@ -642,6 +738,8 @@ static int step_dissem(dn_op *op)
     op->phase = PH_DONE;
     return 1;
 }
+
+static void op_pass_on(dn_op *op);
 
 /* Move op as far as it goes; 1 once it has completed. A completed head of
  * its communicator's queue starts the next run there. */
@@ -655,10 +753,21 @@ static int op_step(dn_op *op)
     case PH_QUEUED:
         return 0;
     default:
-        done = op->variant == V_COUNTER ? step_counter(op) : op->variant == V_DISSEM ? step_dissem(op) : step_slots(op);
+        if (op_watching(op))
+            return 0;
+        done = op->variant == V_COUNTER ? step_counter(op)
+               : op->variant == V_DISSEM ? step_dissem(op)
+                                         : step_slots(op, op->kind);
     }
-    if (!done || !op->st || op->st->head != op)
-        return done;
+    if (done && op->st && op->st->head == op)
+        op_pass_on(op);
+    return done;
+}
+
+/* op, the head of its communicator's queue, has completed: the next run
+ * there starts. */
+static void op_pass_on(dn_op *op)
+{
     struct dn_comm_sync *st = op->st;
     st->head = op->next;
     if (!st->head)
@@ -668,7 +777,6 @@ static int op_step(dn_op *op)
         op_activate(st->head);
         op_step(st->head);
     }
-    return 1;
 }
 
 /* Start op: at once, or after the runs ahead of it on its communicator's
@@ -694,7 +802,7 @@ static int op_step_pred(void *arg)
     return op_step(arg);
 }
 
-/* A blocking run: start, wait until done. */
+/* A run through the generic entries: start, wait until done. */
 static int run_now(dn_op *op)
 {
     op_begin(op);   /* has taken the first step */
@@ -703,15 +811,72 @@ static int run_now(dn_op *op)
     return op->error;
 }
 
+/*
+ * Blocking runs: the same machines, driven by the caller's wait without the
+ * generic entries' dispatch. The operation lives on the caller's stack with
+ * only the fields its machine reads set; the first step is taken inline and
+ * the wait polls the kind's own instance of the step (step_slots with the
+ * kind a constant), not op_step's switch on phase and variant. A run on the
+ * blocking ring shares no per-communicator state with the channels' runs,
+ * so it never queues (as before the machines). A barrier on the
+ * communicator's counter or world's epochs does share it: it goes through
+ * the queue when a nonblocking run is there (shared_barrier), and otherwise
+ * is the queue's head while it runs, so that a run started meanwhile (a
+ * schedule's later round) waits behind it as the order requires.
+ */
+/* The wait's predicate: the watched word alone while it has not moved (no
+ * registers to save on that path), else the kind's step. */
+#define BLK_STEP(name, step)                                                                                  \
+    static __attribute__((noinline)) int name##_step(dn_op *op)                                               \
+    {                                                                                                         \
+        return step;                                                                                          \
+    }                                                                                                         \
+    static int name(void *arg)                                                                                \
+    {                                                                                                         \
+        return !op_watching(arg) && name##_step(arg);                                                         \
+    }
+BLK_STEP(blk_barrier, step_slots(op, HASHI_DEVICE_OP_BARRIER))
+BLK_STEP(blk_raw, step_slots(op, OP_RAW))
+BLK_STEP(blk_bcast, step_slots(op, HASHI_DEVICE_OP_BCAST))
+BLK_STEP(blk_allreduce, step_slots(op, HASHI_DEVICE_OP_ALLREDUCE))
+BLK_STEP(blk_reduce, step_slots(op, HASHI_DEVICE_OP_REDUCE))
+BLK_STEP(blk_alltoall, step_slots(op, HASHI_DEVICE_OP_ALLTOALL))
+BLK_STEP(blk_allgather, step_slots(op, HASHI_DEVICE_OP_ALLGATHER))
+BLK_STEP(blk_counter, step_counter(op))
+BLK_STEP(blk_dissem, step_dissem(op))
+#undef BLK_STEP
+
 /* A blocking run on the blocking ring of flat communicator c (flat_comm
- * filled co.member), with co.member and co.seq as its arrays. */
-static int run_blocking(int kind, const struct MPI_ABI_Comm *c, const void *send, void *recv, size_t bytes,
-                        size_t each, size_t count, hashi_op_kernel_fn fn, int root)
+ * pointed co.member at its members), with co.member and co.seq as its
+ * arrays; kind is a constant at every call. */
+DN_INLINE int run_blocking(int kind, const struct MPI_ABI_Comm *c, const void *send, void *recv, size_t bytes,
+                           size_t each, size_t count, hashi_op_kernel_fn fn, int root)
 {
-    dn_op op = { .kind = kind, .variant = V_SLOTS, .ring = &co.blk, .n = c->size, .me = c->rank, .root = root,
-                 .member = co.member, .seq = co.seq, .send = send, .recv = recv, .bytes = bytes, .each = each,
-                 .count = count, .fn = fn };
-    return run_now(&op);
+    dn_op op;   /* what step_slots reads: set here and by ring_activate */
+    op.kind = kind;
+    op.ring = &co.blk;
+    op.n = c->size;
+    op.me = c->rank;
+    op.root = root;
+    op.member = co.member;
+    op.seq = co.seq;
+    op.send = send;
+    op.recv = recv;
+    op.bytes = bytes;
+    op.each = each;
+    op.count = count;
+    op.fn = fn;
+    ring_activate(&op, kind);
+    if (!step_slots(&op, kind))
+        hashi_progress_wait_until(kind == HASHI_DEVICE_OP_BARRIER     ? blk_barrier
+                                  : kind == HASHI_DEVICE_OP_BCAST     ? blk_bcast
+                                  : kind == HASHI_DEVICE_OP_ALLREDUCE ? blk_allreduce
+                                  : kind == HASHI_DEVICE_OP_REDUCE    ? blk_reduce
+                                  : kind == HASHI_DEVICE_OP_ALLTOALL  ? blk_alltoall
+                                  : kind == HASHI_DEVICE_OP_ALLGATHER ? blk_allgather
+                                                                      : blk_raw,
+                                  &op);
+    return op.error;
 }
 
 /* Every member's contribution to every other: ours for member i is `bytes`
@@ -719,16 +884,39 @@ static int run_blocking(int kind, const struct MPI_ABI_Comm *c, const void *send
  * pair sequences and every peer's data is in our LLCM (data_from). */
 static int exchange(const struct MPI_ABI_Comm *c, const unsigned char *data, size_t each, size_t bytes)
 {
-    return run_blocking(data ? OP_RAW : HASHI_DEVICE_OP_BARRIER, c, data, NULL, bytes, each, 0, NULL, -1);
+    if (!data)
+        return run_blocking(HASHI_DEVICE_OP_BARRIER, c, NULL, NULL, 0, 0, 0, NULL, -1);
+    return run_blocking(OP_RAW, c, data, NULL, bytes, each, 0, NULL, -1);
 }
 
 /* A barrier sharing c's state: the counter (flat c with a slot) or the
  * world's dissemination, on c's queue behind its nonblocking runs. */
-static int shared_barrier(struct MPI_ABI_Comm *c, struct dn_comm_sync *st, int variant)
+static __attribute__((noinline)) int shared_barrier_queued(struct MPI_ABI_Comm *c, struct dn_comm_sync *st,
+                                                           int variant)
 {
     dn_op op = { .kind = HASHI_DEVICE_OP_BARRIER, .variant = variant, .st = st, .n = c->size,
                  .me = c->rank, .member = co.member };
     return run_now(&op);
+}
+
+DN_INLINE int shared_barrier(struct MPI_ABI_Comm *c, struct dn_comm_sync *st, int variant)
+{
+    if (__builtin_expect(st->head != NULL, 0))
+        return shared_barrier_queued(c, st, variant);   /* behind c's nonblocking runs */
+    dn_op op;   /* what step_counter / step_dissem read: set here and by op_activate */
+    op.kind = HASHI_DEVICE_OP_BARRIER;
+    op.variant = variant;
+    op.st = st;
+    op.n = c->size;
+    op.me = c->rank;
+    op.member = co.member;
+    op.next = NULL;
+    st->head = st->tail = &op;
+    op_activate(&op);
+    if (!(variant == V_COUNTER ? step_counter(&op) : step_dissem(&op)))
+        hashi_progress_wait_until(variant == V_COUNTER ? blk_counter : blk_dissem, &op);
+    op_pass_on(&op);   /* still the head: whatever started meanwhile runs now */
+    return op.error;
 }
 
 /* Fan-in to root, fan-out from it: one flag each way per member. The root
@@ -1818,7 +2006,7 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     hashi_dn_coll_finalize();
     int n = hashi_job.size;
     co.local_index = malloc((size_t)n * sizeof *co.local_index);
-    co.member = malloc((size_t)n * sizeof *co.member);
+    co.member = co.member_buf = malloc((size_t)n * sizeof *co.member);
     co.seq = malloc((size_t)n * sizeof *co.seq);
     co.seq_in = malloc((size_t)n * sizeof *co.seq_in);
     co.readers = malloc((size_t)n * sizeof *co.readers);
@@ -1904,7 +2092,7 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
 void hashi_dn_coll_finalize(void)
 {
     free(co.local_index);
-    free(co.member);
+    free(co.member_buf);
     free(co.seq);
     free(co.seq_in);
     free(co.blk.peer);
