@@ -21,6 +21,7 @@
  *    a different partition count on the two sides (generic on any device).
  */
 #include "../util/check.h"
+#include "shuffle.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -33,22 +34,6 @@ static unsigned char pattern(int epoch, int stream, size_t i)
     return (unsigned char)(i * 131u + (size_t)epoch * 17u + (size_t)stream * 101u + 7u);
 }
 
-static unsigned rng_state = 4711u;
-static unsigned rng(void)
-{
-    rng_state = rng_state * 1103515245u + 12345u;
-    return rng_state >> 8;
-}
-
-static void shuffle(int *a, int n)
-{
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(rng() % (unsigned)(i + 1));
-        int t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-}
 
 static double now(void)
 {
@@ -248,6 +233,7 @@ static void many(MPI_Comm other)
 
 int main(int argc, char **argv)
 {
+    rng_state = 4711u;
     int provided;
     CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));

@@ -18,6 +18,7 @@
  *  - MPI_PROC_NULL, MPI_Cancel (no effect), MPI_Request_free.
  */
 #include "../util/check.h"
+#include "shuffle.h"
 
 #include <stdint.h>
 
@@ -29,22 +30,6 @@ static unsigned char pattern(int epoch, int sender, int stream, size_t i)
     return (unsigned char)(i * 131u + (size_t)epoch * 17u + (size_t)sender * 59u + (size_t)stream * 101u + 1u);
 }
 
-static unsigned rng_state;
-static unsigned rng(void)
-{
-    rng_state = rng_state * 1103515245u + 12345u;
-    return rng_state >> 8;
-}
-
-static void shuffle(int *a, int n)
-{
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(rng() % (unsigned)(i + 1));
-        int t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-}
 
 enum order { ORDER_FORWARD, ORDER_REVERSE, ORDER_RANDOM, ORDER_RANGE, ORDER_LIST, ORDER_COUNT };
 
