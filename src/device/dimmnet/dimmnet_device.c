@@ -1203,6 +1203,8 @@ static uint64_t part_off(int w)
 /* First fit of n words (aligned to align) in the region, cleared; -1 if full. */
 static int part_words_alloc(int n, int align)
 {
+    if (n <= 0 || n > DN_PART_WORDS || align <= 0)
+        return -1;
     for (int i = 0; i + n <= DN_PART_WORDS; i += align) {
         int j = 0;
         while (j < n && !dn.part_used[i + j])
@@ -1219,7 +1221,7 @@ static int part_words_alloc(int n, int align)
 
 static void part_words_free(int w, int n)
 {
-    if (w >= 0)
+    if (w >= 0 && n > 0 && w + n <= DN_PART_WORDS)
         memset(&dn.part_used[w], 0, (size_t)n);
 }
 
