@@ -163,12 +163,13 @@ static int choice_index(const char *choices, const char *value)
     return -1;
 }
 
-/* Developers' and tests' knobs say so in their first word. */
+/* Developers' and tests' knobs say so in their first words ("Testing: ...", "dimmnet, testing only: ..."). */
 static int cvar_verbosity(int id)
 {
     if (id == HASHI_P_DEVICE || id == HASHI_P_TRANSPORT || id == HASHI_P_VERBOSE)
         return MPI_T_VERBOSITY_USER_BASIC;
-    if (strncmp(hashi_param_table[id].doc, "Testing", 7) == 0)
+    const char *doc = hashi_param_table[id].doc;
+    if (strncmp(doc, "Testing", 7) == 0 || strstr(doc, "testing only"))
         return MPI_T_VERBOSITY_MPIDEV_DETAIL;
     return MPI_T_VERBOSITY_TUNER_BASIC;
 }
