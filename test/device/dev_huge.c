@@ -15,9 +15,19 @@
 
 #define HUGE_BYTES ((MPI_Count)(1ull << 31) + 8)
 
+/* The data, word by word (a word-wide loop is several times faster than a
+ * byte-wide one over 2 GiB), and its byte i for the byte-exact edges. */
+static uint64_t word(size_t w)
+{
+    return (uint64_t)w * 0x9E3779B97F4A7C15ull ^ 0x5eed;
+}
+
 static unsigned char pattern(size_t i)
 {
-    return (unsigned char)(i ^ (i >> 11) ^ (i >> 23));
+    uint64_t w = word(i / 8);
+    unsigned char b[8];
+    memcpy(b, &w, 8);
+    return b[i % 8];
 }
 
 int main(int argc, char **argv)
@@ -31,8 +41,9 @@ int main(int argc, char **argv)
         unsigned char *buf = malloc(n);
         CHECK(buf, "cannot allocate %zu bytes", n);
         if (rank == 0) {
-            for (size_t i = 0; i < n; i++)
-                buf[i] = pattern(i);
+            uint64_t *words = (uint64_t *)(void *)buf;
+            for (size_t w = 0; w < n / 8; w++)
+                words[w] = word(w);
             CHECK_MPI(MPI_Send_c(buf, HUGE_BYTES, MPI_BYTE, 1, 1, MPI_COMM_WORLD));
             CHECK_MPI(MPI_Send_c(buf, HUGE_BYTES, MPI_BYTE, 1, 2, MPI_COMM_WORLD));
         } else {
@@ -51,8 +62,9 @@ int main(int argc, char **argv)
             CHECK(count_c == HUGE_BYTES && st.MPI_SOURCE == 0 && st.MPI_TAG == 1,
                   "status after the receive: count %lld source %d tag %d", (long long)count_c, st.MPI_SOURCE,
                   st.MPI_TAG);
-            for (size_t i = 0; i < n; i++)
-                CHECK(buf[i] == pattern(i), "byte %zu of %zu wrong", i, n);
+            const uint64_t *words = (const uint64_t *)(const void *)buf;
+            for (size_t w = 0; w < n / 8; w++)
+                CHECK(words[w] == word(w), "bytes %zu-%zu of %zu wrong", w * 8, w * 8 + 7, n);
             /* Truncated: only the first 2^31 - 1 bytes fit. */
             size_t room = (1ull << 31) - 1;
             memset(buf, 0, n);
@@ -61,9 +73,10 @@ int main(int argc, char **argv)
             int cls;
             MPI_Error_class(rc, &cls);
             CHECK(cls == MPI_ERR_TRUNCATE, "truncated huge receive: error class %d", cls);
-            for (size_t i = 0; i < room; i += 4093)
+            for (size_t w = 0; w < room / 8; w++)
+                CHECK(words[w] == word(w), "truncated huge receive: bytes %zu-%zu wrong", w * 8, w * 8 + 7);
+            for (size_t i = room / 8 * 8; i < room; i++)
                 CHECK(buf[i] == pattern(i), "truncated huge receive: byte %zu wrong", i);
-            CHECK(buf[room - 1] == pattern(room - 1), "truncated huge receive: last byte wrong");
             for (size_t i = room; i < n; i++)
                 CHECK(buf[i] == 0, "truncated huge receive wrote byte %zu past its buffer", i);
         }
