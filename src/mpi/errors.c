@@ -224,7 +224,14 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
             return comm->errhandler;
         /* An invalid communicator: MPI-4 raises on the initial handler. */
     }
-    /* No object (or windows/files/sessions, not implemented yet): MPI_COMM_SELF's. */
+    if (kind == HASHI_OBJ_ERRHANDLER)
+        return (struct MPI_ABI_Errhandler *)(uintptr_t)handle;
+    if (kind == HASHI_OBJ_SESSION) {
+        struct MPI_ABI_Session *session = hashi_session_get((MPI_Session)(uintptr_t)handle);
+        if (session && session->errhandler)
+            return session->errhandler;
+    }
+    /* No object (or windows/files, not implemented yet): MPI_COMM_SELF's. */
     return hashi_comm_self.errhandler ? hashi_comm_self.errhandler : &eh_fatal;
 }
 
@@ -270,7 +277,10 @@ static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int 
     case HASHI_EH_ABORT:
         fatal_abort(message, cls > 0 ? cls : 1, eh->kind == HASHI_EH_ABORT);
     case HASHI_EH_USER:
-        if (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE) {
+        if (eh->obj_kind == HASHI_OBJ_SESSION && (kind == HASHI_OBJ_SESSION || kind == HASHI_OBJ_ERRHANDLER)) {
+            MPI_Session session = kind == HASHI_OBJ_SESSION ? (MPI_Session)(uintptr_t)handle : MPI_SESSION_NULL;
+            ((MPI_Session_errhandler_function *)(void (*)(void))eh->user_fn)(&session, &code);
+        } else if (eh->obj_kind == HASHI_OBJ_COMM && (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE)) {
             MPI_Comm comm = kind == HASHI_OBJ_COMM ? (MPI_Comm)(uintptr_t)handle : MPI_COMM_SELF;
             ((MPI_Comm_errhandler_function *)(void (*)(void))eh->user_fn)(&comm, &code);
         }
@@ -288,8 +298,10 @@ int hashi_err_unsupported(const char *func, enum hashi_obj_kind kind, const void
 int hashi_err_not_initialized(const char *func)
 {
     char line[256];
-    snprintf(line, sizeof line, "%s called %s MPI_Init: it is an error (MPI_ERR_OTHER)", func,
-             hashi_init_state == HASHI_STATE_FINALIZED ? "after MPI_Finalize, outside" : "before");
+    snprintf(line, sizeof line, "%s called %s: it is an error (MPI_ERR_OTHER)", func,
+             hashi_init_state == HASHI_STATE_FINALIZED
+                 ? "after MPI_Finalize and every MPI_Session_finalize, outside MPI"
+                 : "before MPI_Init or MPI_Session_init");
     hashi_rt_abort(MPI_ERR_OTHER, line);
 }
 
@@ -501,6 +513,73 @@ int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errh
     eh->user_fn = (void (*)(void))fn;
     atomic_init(&eh->refcount, 1);
     *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_create_errhandler(MPI_Session_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    if (!fn || !errhandler)
+        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "function or errhandler is NULL");
+    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
+    if (!eh)
+        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM,
+                               "out of memory");
+    eh->kind = HASHI_EH_USER;
+    eh->obj_kind = HASHI_OBJ_SESSION;
+    eh->user_fn = (void (*)(void))fn;
+    atomic_init(&eh->refcount, 1);
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+/* A handler a session may have: a predefined one or one made for sessions;
+ * NULL otherwise. */
+struct MPI_ABI_Errhandler *hashi_errhandler_for_session(MPI_Errhandler errhandler)
+{
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
+    return eh && (eh->kind != HASHI_EH_USER || eh->obj_kind == HASHI_OBJ_SESSION) ? eh : NULL;
+}
+
+int hashi_impl_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)
+{
+    static const char func[] = "MPI_Session_set_errhandler";
+    struct MPI_ABI_Session *s = hashi_session_get(session);
+    if (!s)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_for_session(errhandler);
+    if (!eh)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "not an error handler for sessions");
+    hashi_errhandler_retain(eh);
+    hashi_errhandler_release(s->errhandler);
+    s->errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)
+{
+    static const char func[] = "MPI_Session_get_errhandler";
+    struct MPI_ABI_Session *s = hashi_session_get(session);
+    if (!s)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    if (!errhandler)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "errhandler is NULL");
+    hashi_errhandler_retain(s->errhandler);
+    *errhandler = errhandler_handle(s->errhandler);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_call_errhandler(MPI_Session session, int errorcode)
+{
+    static const char func[] = "MPI_Session_call_errhandler";
+    if (!hashi_session_get(session))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    int cls = code_to_class(errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(HASHI_OBJ_SESSION, (const void *)(uintptr_t)session, errorcode, cls, message);
     return MPI_SUCCESS;
 }
 
