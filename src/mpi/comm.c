@@ -91,16 +91,20 @@ void hashi_comm_destroy(struct MPI_ABI_Comm *c)
     hashi_info_destroy(c->info);
     hashi_group_release(c->group);
     hashi_errhandler_release(c->errhandler);
+    if (c->session)
+        hashi_session_release(c->session);
     c->magic = 0; /* a stale handle used later fails the magic check (most of the time) */
     free(c);
 }
 
 /* A communicator object over `group` (retained), inheriting the parent's
- * error handler (MPI: new communicators do). The name is not inherited;
- * attributes, topology and hints are the callers' business. */
+ * error handler (MPI: new communicators do) and session (NULL parent:
+ * neither). The name is not inherited; attributes, topology and hints are
+ * the callers' business. */
 static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t context_id,
-                                     struct MPI_ABI_Errhandler *errhandler)
+                                     const struct MPI_ABI_Comm *parent)
 {
+    struct MPI_ABI_Errhandler *errhandler = parent ? parent->errhandler : NULL;
     struct MPI_ABI_Comm *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -114,6 +118,8 @@ static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t conte
     if (errhandler)
         hashi_errhandler_retain(errhandler);
     c->errhandler = errhandler;
+    if (parent && parent->session)
+        hashi_session_retain(c->session = parent->session);
     atomic_init(&c->refcount, 1);
     return c;
 }
@@ -168,7 +174,7 @@ int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int me
         return agreement_error(func, parent, rc, exhausted);
     if (!member)
         return MPI_SUCCESS;
-    struct MPI_ABI_Comm *c = comm_new(group ? group : parent->group, context_id, parent->errhandler);
+    struct MPI_ABI_Comm *c = comm_new(group ? group : parent->group, context_id, parent);
     if (!c) {
         hashi_context_put(context_id);
         return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
@@ -190,7 +196,7 @@ struct MPI_ABI_Comm *hashi_comm_new_sub(struct MPI_ABI_Comm *parent, int which, 
     uint32_t context_id = hashi_comm_sub_context(parent, which);
     if (context_id == UINT32_MAX)
         return NULL;
-    struct MPI_ABI_Comm *c = comm_new(group, context_id, parent->errhandler);
+    struct MPI_ABI_Comm *c = comm_new(group, context_id, parent);
     if (c)
         c->context_borrowed = 1;
     return c;
@@ -337,7 +343,7 @@ int hashi_impl_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 static int dup_prepare(const char *func, struct MPI_ABI_Comm *parent, MPI_Comm parent_handle,
                        const struct MPI_ABI_Info *info, int use_info, struct MPI_ABI_Comm **out)
 {
-    struct MPI_ABI_Comm *c = comm_new(parent->group, 0, parent->errhandler);
+    struct MPI_ABI_Comm *c = comm_new(parent->group, 0, parent);
     if (!c)
         return hashi_err_comm(func, parent_handle, MPI_ERR_NO_MEM, "out of memory");
     c->magic = 0;
@@ -805,6 +811,86 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     return rc;
 }
 
+/* A context id agreed among the members of g only (every caller a member),
+ * on the context pair `on` with `tag` (which keeps concurrent calls apart),
+ * through a stand-in communicator over the group that borrows `on`. */
+static int agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *context_id, int *exhausted)
+{
+    struct MPI_ABI_Comm *among = comm_new(g, on, NULL);
+    if (!among)
+        return MPI_ERR_NO_MEM;
+    among->magic = HASHI_COMM_BORROWED_MAGIC;
+    int rc = hashi_context_agree(among, 1, tag, context_id, exhausted);
+    hashi_comm_release(among);
+    return rc;
+}
+
+/* The tag of a string tag: concurrent MPI_Comm_create_from_group calls
+ * with different strings stay apart (FNV-1a, within MPI_TAG_UB). */
+static int string_tag(const char *stringtag)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)stringtag; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return (int)(h % ((uint32_t)hashi_p2p_tag_ub() + 1u));
+}
+
+int hashi_impl_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
+                                      MPI_Errhandler errhandler, MPI_Comm *newcomm)
+{
+    static const char func[] = "MPI_Comm_create_from_group";
+    HASHI_CHECK_INITIALIZED(func);
+    struct MPI_ABI_Group *g = hashi_group_get(group);
+    if (!g)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_GROUP,
+                               group == MPI_GROUP_NULL ? "group is MPI_GROUP_NULL" : "group is not a valid group");
+    if (!stringtag || !newcomm)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "%s is NULL",
+                               !stringtag ? "stringtag" : "newcomm");
+    if (strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "stringtag is longer than MPI_MAX_STRINGTAG_LEN - 1 (%d) characters",
+                               MPI_MAX_STRINGTAG_LEN - 1);
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
+    if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_COMM))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "errhandler is not an error handler for communicators");
+    struct MPI_ABI_Info *hints = NULL;
+    if (info != MPI_INFO_NULL && !(hints = hashi_info_get(info)))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_INFO, "info is not a valid info object");
+    *newcomm = MPI_COMM_NULL;
+    if (g->size == 0)
+        return MPI_SUCCESS;   /* MPI_GROUP_EMPTY */
+    if (g->rank == MPI_UNDEFINED)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_GROUP,
+                               "the calling process is not a member of the group");
+    /* No parent communicator: the members agree on the pair every process
+     * keeps for this (HASHI_CONTEXT_SESSIONS). */
+    uint32_t context_id;
+    int exhausted = 0;
+    int rc = agree_among(g, HASHI_CONTEXT_SESSIONS, string_tag(stringtag), &context_id, &exhausted);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, exhausted ? MPI_ERR_OTHER : rc,
+                               exhausted ? "all %u communicator context ids are in use by some member of the group"
+                                         : "agreeing on a context id with the other members failed",
+                               hashi_context_ids());
+    struct MPI_ABI_Comm *c = comm_new(g, context_id, NULL);
+    if (!c || comm_take_hints(c, NULL, hints, hints != NULL) != MPI_SUCCESS) {
+        if (c)
+            hashi_comm_release(c);
+        else
+            hashi_context_put(context_id);
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
+    }
+    hashi_errhandler_retain(eh);
+    c->errhandler = eh;
+    /* The session the group came from (MPI_Group_from_session_pset). */
+    if (g->session)
+        hashi_session_retain(c->session = g->session);
+    *newcomm = c;
+    return MPI_SUCCESS;
+}
+
 int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
     static const char func[] = "MPI_Comm_create_group";
@@ -824,21 +910,12 @@ int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Co
     if (g->rank == MPI_UNDEFINED)
         return hashi_err_comm(func, comm, MPI_ERR_GROUP, "the calling process is not a member of the group");
 
-    /* The agreement runs among the group's members only, on the parent's
-     * internal context with the user's tag (which keeps concurrent calls
-     * apart), through a stand-in communicator over the group that borrows
-     * the parent's context. */
-    struct MPI_ABI_Comm *among = comm_new(g, parent->context_id, NULL);
-    if (!among)
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    among->magic = HASHI_COMM_BORROWED_MAGIC;
     uint32_t context_id;
     int exhausted = 0;
-    rc = hashi_context_agree(among, 1, tag, &context_id, &exhausted);
-    hashi_comm_release(among);
+    rc = agree_among(g, parent->context_id, tag, &context_id, &exhausted);
     if (rc != MPI_SUCCESS)
         return agreement_error(func, parent, rc, exhausted);
-    struct MPI_ABI_Comm *c = comm_new(g, context_id, parent->errhandler);
+    struct MPI_ABI_Comm *c = comm_new(g, context_id, parent);
     if (!c) {
         hashi_context_put(context_id);
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");

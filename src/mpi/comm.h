@@ -32,12 +32,15 @@
 /* Reserved in every process for partitioned point-to-point (p2p/partitioned.c):
  * 4 carries partition data, 5 the set-up messages, addressed by world rank. */
 #define HASHI_CONTEXT_PARTITIONED 4u
+/* Reserved in every process for MPI_Comm_create_from_group, which has no
+ * parent communicator: its members agree on a new pair over this one. */
+#define HASHI_CONTEXT_SESSIONS 6u
 /* In a job spanning several nodes every communicator takes an aligned block
  * of pairs: its own, then its node-local and its node leaders'
  * sub-communicators' (coll/hier.c), which are then known to every member
  * without another agreement, so even a nonblocking collective can set them up
  * (MPICH's subcomm context bits do the same). WORLD's block is the first
- * (with SELF and partitioned); its sub-communicators take the second. */
+ * (with SELF, partitioned and sessions); its sub-communicators take the second. */
 #define HASHI_CONTEXT_BLOCK_PAIRS 4u
 #define HASHI_CONTEXT_WORLD_SUB (2u * HASHI_CONTEXT_BLOCK_PAIRS)
 

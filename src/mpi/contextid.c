@@ -47,11 +47,13 @@ void hashi_context_pool_init(int several_nodes)
     memset(pool.free_pairs, 0xff, sizeof pool.free_pairs);
     memset(pool.reserved, 0, sizeof pool.reserved);
     pool.block = several_nodes ? HASHI_CONTEXT_BLOCK_PAIRS : 1;
-    /* MPI_COMM_WORLD (0/1), MPI_COMM_SELF (2/3), partitioned (4/5); with
-     * blocks, the rest of that block and WORLD's sub-communicators' block. */
+    /* MPI_COMM_WORLD (0/1), MPI_COMM_SELF (2/3), partitioned (4/5),
+     * sessions (6/7); with blocks, WORLD's block (those four) and its
+     * sub-communicators' block. */
     uint32_t fixed = several_nodes ? (UINT32_C(1) << (HASHI_CONTEXT_WORLD_SUB / 2 + HASHI_CONTEXT_BLOCK_PAIRS)) - 1
                                    : (UINT32_C(1) << (HASHI_CONTEXT_WORLD / 2)) | (UINT32_C(1) << (HASHI_CONTEXT_SELF / 2)) |
-                                         (UINT32_C(1) << (HASHI_CONTEXT_PARTITIONED / 2));
+                                         (UINT32_C(1) << (HASHI_CONTEXT_PARTITIONED / 2)) |
+                                         (UINT32_C(1) << (HASHI_CONTEXT_SESSIONS / 2));
     pool.free_pairs[0] &= ~fixed;
 }
 

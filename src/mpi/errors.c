@@ -117,8 +117,10 @@ static const char *const tool_error_names[] = {
     "MPI_T_ERR_PVAR_NO_ATOMIC: no atomic read-and-reset",
 };
 
-/* User-added classes and codes, and their strings (MPI_Add_error_*). */
-struct user_error { int error_class; char *string; };
+/* User-added classes and codes, and their strings (MPI_Add_error_*).
+ * Numbers are never reused: a removed one (MPI_Remove_error_*) stays
+ * invalid, so a stale copy of it cannot name a newer class. */
+struct user_error { int error_class; char *string; int removed; };
 static struct user_error user_classes[USER_MAX], user_codes[USER_MAX];
 static int user_class_count, user_code_count;
 static mtx_t user_lock;
@@ -138,9 +140,9 @@ static int code_to_class(int code)
     if (code >= MPI_T_ERR_CANNOT_INIT && code <= MPI_T_ERR_PVAR_NO_ATOMIC)
         return code;
     if (code >= USER_CLASS_BASE && code < USER_CLASS_BASE + user_class_count)
-        return code;
+        return user_classes[code - USER_CLASS_BASE].removed ? -1 : code;
     if (code >= USER_CODE_BASE && code < USER_CODE_BASE + user_code_count)
-        return user_codes[code - USER_CODE_BASE].error_class;
+        return user_codes[code - USER_CODE_BASE].removed ? -1 : user_codes[code - USER_CODE_BASE].error_class;
     if (code >= INSTANCE_BASE) {
         int cls = code & INSTANCE_CLASS_MASK;
         if (cls != code && code_to_class(cls) == cls)
@@ -222,7 +224,14 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
             return comm->errhandler;
         /* An invalid communicator: MPI-4 raises on the initial handler. */
     }
-    /* No object (or windows/files/sessions, not implemented yet): MPI_COMM_SELF's. */
+    if (kind == HASHI_OBJ_ERRHANDLER)
+        return (struct MPI_ABI_Errhandler *)(uintptr_t)handle;
+    if (kind == HASHI_OBJ_SESSION) {
+        struct MPI_ABI_Session *session = hashi_session_get((MPI_Session)(uintptr_t)handle);
+        if (session && session->errhandler)
+            return session->errhandler;
+    }
+    /* No object (or windows/files, not implemented yet): MPI_COMM_SELF's. */
     return hashi_comm_self.errhandler ? hashi_comm_self.errhandler : &eh_fatal;
 }
 
@@ -268,7 +277,10 @@ static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int 
     case HASHI_EH_ABORT:
         fatal_abort(message, cls > 0 ? cls : 1, eh->kind == HASHI_EH_ABORT);
     case HASHI_EH_USER:
-        if (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE) {
+        if (eh->obj_kind == HASHI_OBJ_SESSION && (kind == HASHI_OBJ_SESSION || kind == HASHI_OBJ_ERRHANDLER)) {
+            MPI_Session session = kind == HASHI_OBJ_SESSION ? (MPI_Session)(uintptr_t)handle : MPI_SESSION_NULL;
+            ((MPI_Session_errhandler_function *)(void (*)(void))eh->user_fn)(&session, &code);
+        } else if (eh->obj_kind == HASHI_OBJ_COMM && (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE)) {
             MPI_Comm comm = kind == HASHI_OBJ_COMM ? (MPI_Comm)(uintptr_t)handle : MPI_COMM_SELF;
             ((MPI_Comm_errhandler_function *)(void (*)(void))eh->user_fn)(&comm, &code);
         }
@@ -286,8 +298,10 @@ int hashi_err_unsupported(const char *func, enum hashi_obj_kind kind, const void
 int hashi_err_not_initialized(const char *func)
 {
     char line[256];
-    snprintf(line, sizeof line, "%s called %s MPI_Init: it is an error (MPI_ERR_OTHER)", func,
-             hashi_init_state == HASHI_STATE_FINALIZED ? "after MPI_Finalize, outside" : "before");
+    snprintf(line, sizeof line, "%s called %s: it is an error (MPI_ERR_OTHER)", func,
+             hashi_init_state == HASHI_STATE_FINALIZED
+                 ? "after MPI_Finalize and every MPI_Session_finalize, outside MPI"
+                 : "before MPI_Init or MPI_Session_init");
     hashi_rt_abort(MPI_ERR_OTHER, line);
 }
 
@@ -337,10 +351,12 @@ int hashi_impl_Error_string(int errorcode, char *string, int *resultlen)
 
 int hashi_err_last_used_code(void)
 {
-    if (user_code_count > 0)
-        return USER_CODE_BASE + user_code_count - 1;
-    if (user_class_count > 0)
-        return USER_CLASS_BASE + user_class_count - 1;
+    for (int n = user_code_count - 1; n >= 0; n--)
+        if (!user_codes[n].removed)
+            return USER_CODE_BASE + n;
+    for (int n = user_class_count - 1; n >= 0; n--)
+        if (!user_classes[n].removed)
+            return USER_CLASS_BASE + n;
     return MPI_ERR_LASTCODE;
 }
 
@@ -377,13 +393,33 @@ int hashi_impl_Add_error_code(int errorclass, int *errorcode)
     return MPI_SUCCESS;
 }
 
+/* The entry of a user-added class, code, or either, that was not removed;
+ * NULL if there is none. */
+static struct user_error *user_class_entry(int code)
+{
+    if (code < USER_CLASS_BASE || code >= USER_CLASS_BASE + user_class_count)
+        return NULL;
+    struct user_error *entry = &user_classes[code - USER_CLASS_BASE];
+    return entry->removed ? NULL : entry;
+}
+
+static struct user_error *user_code_entry(int code)
+{
+    if (code < USER_CODE_BASE || code >= USER_CODE_BASE + user_code_count)
+        return NULL;
+    struct user_error *entry = &user_codes[code - USER_CODE_BASE];
+    return entry->removed ? NULL : entry;
+}
+
+static struct user_error *user_entry(int code)
+{
+    struct user_error *entry = user_class_entry(code);
+    return entry ? entry : user_code_entry(code);
+}
+
 int hashi_impl_Add_error_string(int errorcode, const char *string)
 {
-    struct user_error *entry = NULL;
-    if (errorcode >= USER_CLASS_BASE && errorcode < USER_CLASS_BASE + user_class_count)
-        entry = &user_classes[errorcode - USER_CLASS_BASE];
-    else if (errorcode >= USER_CODE_BASE && errorcode < USER_CODE_BASE + user_code_count)
-        entry = &user_codes[errorcode - USER_CODE_BASE];
+    struct user_error *entry = user_entry(errorcode);
     if (!entry || !string)
         return hashi_err_raise("MPI_Add_error_string", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
                                "%d is not a user-added error class or code", errorcode);
@@ -401,10 +437,67 @@ int hashi_impl_Add_error_string(int errorcode, const char *string)
     return MPI_SUCCESS;
 }
 
+/* MPI 4.1 sec. 9.5: a string goes first, then the codes, then their class. */
+int hashi_impl_Remove_error_string(int errorcode)
+{
+    call_once(&user_lock_once, init_user_lock);
+    mtx_lock(&user_lock);
+    struct user_error *entry = user_entry(errorcode);
+    char *string = entry ? entry->string : NULL;
+    if (string)
+        entry->string = NULL;
+    mtx_unlock(&user_lock);
+    if (!entry)
+        return hashi_err_raise("MPI_Remove_error_string", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "%d is not a user-added error class or code", errorcode);
+    if (!string)
+        return hashi_err_raise("MPI_Remove_error_string", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "error %d has no string added by MPI_Add_error_string", errorcode);
+    free(string);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Remove_error_code(int errorcode)
+{
+    call_once(&user_lock_once, init_user_lock);
+    mtx_lock(&user_lock);
+    struct user_error *entry = user_code_entry(errorcode);
+    int has_string = entry && entry->string;
+    if (entry && !has_string)
+        entry->removed = 1;
+    mtx_unlock(&user_lock);
+    if (!entry)
+        return hashi_err_raise("MPI_Remove_error_code", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "%d is not an error code added by MPI_Add_error_code", errorcode);
+    if (has_string)
+        return hashi_err_raise("MPI_Remove_error_code", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "error code %d still has a string: MPI_Remove_error_string first", errorcode);
+    return MPI_SUCCESS;
+}
+
 int hashi_impl_Remove_error_class(int errorclass)
 {
-    return hashi_err_raise("MPI_Remove_error_class", HASHI_OBJ_NONE, NULL, MPI_ERR_UNSUPPORTED_OPERATION,
-                           "removing error class %d: Hashi keeps user classes until exit", errorclass);
+    call_once(&user_lock_once, init_user_lock);
+    mtx_lock(&user_lock);
+    struct user_error *entry = user_class_entry(errorclass);
+    int codes = 0;
+    for (int n = 0; entry && n < user_code_count; n++)
+        codes += !user_codes[n].removed && user_codes[n].error_class == errorclass;
+    int has_string = entry && entry->string;
+    if (entry && !codes && !has_string)
+        entry->removed = 1;
+    mtx_unlock(&user_lock);
+    if (!entry)
+        return hashi_err_raise("MPI_Remove_error_class", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "%d is not an error class added by MPI_Add_error_class", errorclass);
+    if (codes)
+        return hashi_err_raise("MPI_Remove_error_class", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "error class %d still has %d error code%s: MPI_Remove_error_code first", errorclass,
+                               codes, codes == 1 ? "" : "s");
+    if (has_string)
+        return hashi_err_raise("MPI_Remove_error_class", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "error class %d still has a string: MPI_Remove_error_string first", errorclass);
+    return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
@@ -420,6 +513,73 @@ int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errh
     eh->user_fn = (void (*)(void))fn;
     atomic_init(&eh->refcount, 1);
     *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_create_errhandler(MPI_Session_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    if (!fn || !errhandler)
+        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "function or errhandler is NULL");
+    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
+    if (!eh)
+        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM,
+                               "out of memory");
+    eh->kind = HASHI_EH_USER;
+    eh->obj_kind = HASHI_OBJ_SESSION;
+    eh->user_fn = (void (*)(void))fn;
+    atomic_init(&eh->refcount, 1);
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+/* A handler a session may have: a predefined one or one made for sessions;
+ * NULL otherwise. */
+struct MPI_ABI_Errhandler *hashi_errhandler_for_session(MPI_Errhandler errhandler)
+{
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
+    return eh && (eh->kind != HASHI_EH_USER || eh->obj_kind == HASHI_OBJ_SESSION) ? eh : NULL;
+}
+
+int hashi_impl_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)
+{
+    static const char func[] = "MPI_Session_set_errhandler";
+    struct MPI_ABI_Session *s = hashi_session_get(session);
+    if (!s)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_for_session(errhandler);
+    if (!eh)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "not an error handler for sessions");
+    hashi_errhandler_retain(eh);
+    hashi_errhandler_release(s->errhandler);
+    s->errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)
+{
+    static const char func[] = "MPI_Session_get_errhandler";
+    struct MPI_ABI_Session *s = hashi_session_get(session);
+    if (!s)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    if (!errhandler)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "errhandler is NULL");
+    hashi_errhandler_retain(s->errhandler);
+    *errhandler = errhandler_handle(s->errhandler);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_call_errhandler(MPI_Session session, int errorcode)
+{
+    static const char func[] = "MPI_Session_call_errhandler";
+    if (!hashi_session_get(session))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    int cls = code_to_class(errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(HASHI_OBJ_SESSION, (const void *)(uintptr_t)session, errorcode, cls, message);
     return MPI_SUCCESS;
 }
 

@@ -10,7 +10,8 @@ enum hashi_obj_kind {
     HASHI_OBJ_COMM,
     HASHI_OBJ_WIN,
     HASHI_OBJ_FILE,
-    HASHI_OBJ_SESSION
+    HASHI_OBJ_SESSION,
+    HASHI_OBJ_ERRHANDLER /* no object yet, the handler given for it (MPI_Session_init) */
 };
 
 /*

@@ -64,8 +64,18 @@ void hashi_group_release(struct MPI_ABI_Group *g)
         return;
     hashi_handle_forget(g);
     g->magic = 0; /* a stale handle used later fails the magic check (most of the time) */
+    if (g->session)
+        hashi_session_release(g->session);
     free(g->world_ranks);
     free(g);
+}
+
+/* A group made from `from` belongs to the same session (MPI-4 sec. 11.3). */
+static struct MPI_ABI_Group *derived_from(struct MPI_ABI_Group *ng, const struct MPI_ABI_Group *from)
+{
+    if (ng && !group_is_static(ng) && from->session)
+        hashi_session_retain(ng->session = from->session);
+    return ng;
 }
 
 struct MPI_ABI_Group *hashi_group_from_world_ranks(int size, int *world_ranks)
@@ -82,6 +92,7 @@ struct MPI_ABI_Group *hashi_group_from_world_ranks(int size, int *world_ranks)
     g->magic = HASHI_GROUP_MAGIC;
     g->size = size;
     g->world_ranks = world_ranks;
+    g->session = NULL;
     g->rank = MPI_UNDEFINED;
     for (int i = 0; i < size; i++) {
         if (world_ranks[i] == hashi_job.rank) {
@@ -220,7 +231,7 @@ static int group_select(const char *func, const struct MPI_ABI_Group *g, int n, 
         return NO_MEM(func);
     for (int i = 0; i < n; i++)
         world[i] = hashi_group_to_world(g, ranks[i]);
-    struct MPI_ABI_Group *ng = hashi_group_from_world_ranks(n, world);
+    struct MPI_ABI_Group *ng = derived_from(hashi_group_from_world_ranks(n, world), g);
     if (!ng)
         return NO_MEM(func);
     *newgroup = hashi_group_handle(ng);
@@ -244,7 +255,7 @@ static int group_without(const char *func, struct MPI_ABI_Group *g, const unsign
     for (int r = 0; r < g->size; r++)
         if (!drop[r])
             world[k++] = hashi_group_to_world(g, r);
-    struct MPI_ABI_Group *ng = hashi_group_from_world_ranks(n, world);
+    struct MPI_ABI_Group *ng = derived_from(hashi_group_from_world_ranks(n, world), g);
     if (!ng)
         return NO_MEM(func);
     *newgroup = hashi_group_handle(ng);
@@ -440,7 +451,7 @@ static int group_set_op(const char *func, MPI_Group group1, MPI_Group group2, MP
         }
     }
     hashi_group_index_free(&idx);
-    struct MPI_ABI_Group *ng = hashi_group_from_world_ranks(n, world);
+    struct MPI_ABI_Group *ng = derived_from(hashi_group_from_world_ranks(n, world), g1);
     if (!ng)
         return NO_MEM(func);
     *newgroup = hashi_group_handle(ng);

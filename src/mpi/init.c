@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 #include <unistd.h>
 
 _Atomic int hashi_init_state = HASHI_STATE_PRE_INIT;
@@ -48,15 +49,24 @@ static __attribute__((noreturn)) void init_failed(const char *func, const char *
     hashi_rt_abort(1, msg);
 }
 
-static int initialize(const char *func, int *argc, char ***argv, int required, int *provided)
+/*
+ * Two ways into MPI share one runtime (MPI-4 sec. 11.2): the World Model
+ * (MPI_Init ... MPI_Finalize, world_state) and any number of sessions
+ * (MPI_Session_init ... MPI_Session_finalize, open_sessions). The first of
+ * them starts the runtime (hashi_init_state: parameters, launcher, device,
+ * the predefined objects); the last to end stops it, so every process stops
+ * it exactly once, which is what the final fence with the other processes
+ * needs. Once stopped it cannot start again in this process.
+ */
+static _Atomic int world_state = HASHI_STATE_PRE_INIT;
+static int open_sessions;
+static mtx_t model_lock;
+static once_flag model_lock_once = ONCE_FLAG_INIT;
+static void init_model_lock(void) { mtx_init(&model_lock, mtx_plain); }
+
+static void start_runtime(const char *func, int *argc, char ***argv, int required)
 {
     char err[1024];
-    int expected = HASHI_STATE_PRE_INIT;
-    if (!atomic_compare_exchange_strong(&hashi_init_state, &expected, HASHI_STATE_PRE_INIT)) {
-        snprintf(err, sizeof err, "%s: MPI_ERR_OTHER: MPI is already %s", func,
-                 expected == HASHI_STATE_FINALIZED ? "finalized" : "initialized");
-        hashi_rt_abort(MPI_ERR_OTHER, err);
-    }
     if (hashi_params_load(err, sizeof err) != 0)
         init_failed(func, err);
     hashi_log_level = (int)hashi_param_int(HASHI_P_VERBOSE);
@@ -115,52 +125,33 @@ static int initialize(const char *func, int *argc, char ***argv, int required, i
      * can call MPI: none may before MPI_Init_thread returns). */
     hashi_refs_locked = concurrent;
     hashi_mt_locking = concurrent;
-    if (provided)
-        *provided = hashi_thread_level;
     hashi_info_env_init(argc ? *argc : 0, argv ? *argv : NULL);
     hashi_main_thread = (uintptr_t)pthread_self();
     HASHI_DEBUG(1, "initialized: rank %d of %d on %s, device %s%s", hashi_job.rank, hashi_job.size,
                 hashi_job.hostname, hashi_device->name, hashi_job.singleton ? " (singleton)" : "");
     atomic_store(&hashi_init_state, HASHI_STATE_INITIALIZED);
-    return MPI_SUCCESS;
 }
 
-int hashi_impl_Init(int *argc, char ***argv)
+/* The runtime for a new user: started now, or already running (then its
+ * thread level stays: the device chose its algorithms for it with every
+ * process). 0, or -1 when it was stopped already (err says so). */
+static int runtime_join(const char *func, int *argc, char ***argv, int required, char *err, size_t errlen)
 {
-    return initialize("MPI_Init", argc, argv, MPI_THREAD_SINGLE, NULL);
+    int state = atomic_load(&hashi_init_state);
+    if (state == HASHI_STATE_FINALIZED) {
+        snprintf(err, errlen, "MPI cannot start again in this process: its runtime was stopped when MPI_Finalize "
+                 "and every MPI_Session_finalize had been called");
+        return -1;
+    }
+    if (state == HASHI_STATE_PRE_INIT)
+        start_runtime(func, argc, argv, required);
+    return 0;
 }
 
-int hashi_impl_Init_thread(int *argc, char ***argv, int required, int *provided)
-{
-    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
-        init_failed("MPI_Init_thread", "MPI_ERR_ARG: required is not a thread level");
-    return initialize("MPI_Init_thread", argc, argv, required, provided);
-}
-
-int hashi_impl_Initialized(int *flag)
-{
-    if (!flag)
-        return hashi_err_raise("MPI_Initialized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
-    /* True after MPI_Init, and still true after MPI_Finalize (the standard). */
-    *flag = hashi_init_state != HASHI_STATE_PRE_INIT;
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Finalized(int *flag)
-{
-    if (!flag)
-        return hashi_err_raise("MPI_Finalized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
-    *flag = hashi_init_state == HASHI_STATE_FINALIZED;
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Finalize(void)
+/* The last user is gone: meet every process one final time and stop. */
+static void stop_runtime(void)
 {
     char err[1024];
-    HASHI_CHECK_INITIALIZED("MPI_Finalize");
-    /* First, while everything still works: MPI_COMM_SELF's attribute delete
-     * callbacks (the standard's hook for code that must run at finalize). */
-    hashi_comms_finalize_attributes();
     /* Finish this rank's sends and meet every rank over the device; then a
      * fence through the launcher during which the device keeps progressing
      * (a send may count as complete while the provider still holds its data
@@ -181,6 +172,94 @@ int hashi_impl_Finalize(void)
     hashi_wake_detach();
     atomic_store(&hashi_init_state, HASHI_STATE_FINALIZED);
     hashi_rt_finalize();
+}
+
+static int initialize(const char *func, int *argc, char ***argv, int required, int *provided)
+{
+    char err[1024];
+    call_once(&model_lock_once, init_model_lock);
+    mtx_lock(&model_lock);
+    int expected = HASHI_STATE_PRE_INIT;
+    if (!atomic_compare_exchange_strong(&world_state, &expected, HASHI_STATE_INITIALIZED)) {
+        mtx_unlock(&model_lock);
+        snprintf(err, sizeof err, "%s: MPI_ERR_OTHER: MPI is already %s", func,
+                 expected == HASHI_STATE_FINALIZED ? "finalized" : "initialized");
+        hashi_rt_abort(MPI_ERR_OTHER, err);
+    }
+    int rc = runtime_join(func, argc, argv, required, err, sizeof err);
+    mtx_unlock(&model_lock);
+    if (rc != 0)
+        init_failed(func, err);
+    if (provided)
+        *provided = hashi_thread_level;
+    return MPI_SUCCESS;
+}
+
+int hashi_session_runtime_join(const char *func, int required, char *err, size_t errlen)
+{
+    call_once(&model_lock_once, init_model_lock);
+    mtx_lock(&model_lock);
+    int rc = runtime_join(func, NULL, NULL, required, err, errlen);
+    if (rc == 0)
+        open_sessions++;
+    mtx_unlock(&model_lock);
+    return rc;
+}
+
+void hashi_session_runtime_leave(void)
+{
+    mtx_lock(&model_lock);
+    int last = --open_sessions == 0 && atomic_load(&world_state) != HASHI_STATE_INITIALIZED;
+    if (last)
+        stop_runtime();
+    mtx_unlock(&model_lock);
+}
+
+int hashi_impl_Init(int *argc, char ***argv)
+{
+    return initialize("MPI_Init", argc, argv, MPI_THREAD_SINGLE, NULL);
+}
+
+int hashi_impl_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        init_failed("MPI_Init_thread", "MPI_ERR_ARG: required is not a thread level");
+    return initialize("MPI_Init_thread", argc, argv, required, provided);
+}
+
+int hashi_impl_Initialized(int *flag)
+{
+    if (!flag)
+        return hashi_err_raise("MPI_Initialized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
+    /* The World Model's: true after MPI_Init, and still true after
+     * MPI_Finalize (the standard); sessions do not count. */
+    *flag = atomic_load(&world_state) != HASHI_STATE_PRE_INIT;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Finalized(int *flag)
+{
+    if (!flag)
+        return hashi_err_raise("MPI_Finalized", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "flag is NULL");
+    *flag = atomic_load(&world_state) == HASHI_STATE_FINALIZED;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Finalize(void)
+{
+    int world = atomic_load(&world_state);
+    if (world != HASHI_STATE_INITIALIZED)
+        hashi_rt_abort(MPI_ERR_OTHER, world == HASHI_STATE_FINALIZED
+                                          ? "MPI_Finalize called twice: it is an error (MPI_ERR_OTHER)"
+                                          : "MPI_Finalize called before MPI_Init: it is an error (MPI_ERR_OTHER)");
+    /* First, while everything still works: MPI_COMM_SELF's attribute delete
+     * callbacks (the standard's hook for code that must run at finalize). */
+    hashi_comms_finalize_attributes();
+    mtx_lock(&model_lock);
+    atomic_store(&world_state, HASHI_STATE_FINALIZED);
+    if (open_sessions == 0)
+        stop_runtime();
+    mtx_unlock(&model_lock);
     return MPI_SUCCESS;
 }
 

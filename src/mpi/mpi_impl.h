@@ -33,6 +33,7 @@ struct MPI_ABI_Errhandler {
     atomic_int refcount;           /* predefined ones are never freed */
 };
 struct MPI_ABI_Errhandler *hashi_errhandler_get(MPI_Errhandler h);
+struct MPI_ABI_Errhandler *hashi_errhandler_for_session(MPI_Errhandler errhandler);
 void hashi_errhandler_retain(struct MPI_ABI_Errhandler *eh);
 void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh);
 
@@ -43,6 +44,7 @@ struct MPI_ABI_Group {
     int rank;                     /* this process's rank in the group, or MPI_UNDEFINED */
     int *world_ranks;             /* group rank -> MPI_COMM_WORLD rank */
     atomic_int refcount;
+    struct MPI_ABI_Session *session; /* the session it derives from (retained), or NULL */
 };
 #define HASHI_GROUP_MAGIC 0x47525550u
 
@@ -68,6 +70,7 @@ struct MPI_ABI_Comm {
     void *coll_state;             /* per-communicator collective state (coll/), or NULL */
     void *device_state;           /* the device's own (released by its coll.comm_free), or NULL */
     uint32_t coll_seq;            /* collective sequence: the next schedule's tag (coll/sched.c) */
+    struct MPI_ABI_Session *session; /* the session it derives from (retained), or NULL: the World Model */
 };
 #define HASHI_COMM_MAGIC 0x434f4d4du
 extern struct MPI_ABI_Comm hashi_comm_world, hashi_comm_self;
@@ -96,6 +99,25 @@ void hashi_comms_init(void);        /* comm.c: world/self groups, context ids */
 void hashi_comms_finalize(void);
 void hashi_p2p_init(void);          /* p2p: request pools, Bsend state */
 void hashi_p2p_finalize(void);
+
+/* ---- sessions (session.c) ---- */
+struct MPI_ABI_Session {
+    uint32_t magic;                        /* HASHI_SESSION_MAGIC; 0 once finalized */
+    atomic_int refcount;                   /* the program's, and one per derived communicator */
+    struct MPI_ABI_Errhandler *errhandler;
+    void *info;                            /* the hints given (struct MPI_ABI_Info), or NULL */
+};
+#define HASHI_SESSION_MAGIC 0x5345534eu
+struct MPI_ABI_Session *hashi_session_get(MPI_Session h);
+void hashi_session_retain(struct MPI_ABI_Session *s);
+void hashi_session_release(struct MPI_ABI_Session *s);
+/* The runtime for one more session (started if needed; init.c): 0, or -1
+ * with err set; and one session fewer (the last user stops it). */
+int hashi_session_runtime_join(const char *func, int required, char *err, size_t errlen);
+void hashi_session_runtime_leave(void);
+/* Errors raised on a session go to its handler (errors.c). */
+#define hashi_err_session(func, session, code, ...) \
+    hashi_err_raise((func), HASHI_OBJ_SESSION, (const void *)(session), (code), __VA_ARGS__)
 
 /* ---- library state ---- */
 enum hashi_init_state { HASHI_STATE_PRE_INIT, HASHI_STATE_INITIALIZED, HASHI_STATE_FINALIZED };

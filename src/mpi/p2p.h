@@ -67,5 +67,6 @@ int hashi_p2p_tag_ub(void);
 /* Called by the communicator code before a communicator object is destroyed:
  * detaches (after flushing) a buffer attached with MPI_Comm_attach_buffer. */
 void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm);
+void hashi_p2p_session_finalized(const struct MPI_ABI_Session *session);   /* its buffer goes */
 
 #endif

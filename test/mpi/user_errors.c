@@ -3,7 +3,9 @@
  * MPI_Comm_call_errhandler, and the default handler on an ordinary error.
  *   run    MPI_Add_error_class / _code / _string (strings kept, replaced,
  *          empty until set; bad arguments refused with MPI_ERR_ARG;
- *          MPI_LASTUSEDCODE follows); MPI_Comm_call_errhandler hands a user
+ *          MPI_LASTUSEDCODE follows); MPI_Remove_error_string / _code /
+ *          _class in that order only, a removed number invalid afterwards;
+ *          MPI_Comm_call_errhandler hands a user
  *          handler exactly the code given, with its communicator, and returns
  *          MPI_SUCCESS under MPI_ERRORS_RETURN. Prints "rank R of S run ok".
  *   fatal  MPI_Send to rank `size` under the default handler: the job ends;
@@ -94,6 +96,46 @@ static void added_errors(void)
     CHECK(len > 0 && strcmp(text, "mine") != 0, "MPI_ERR_RANK's string changed: \"%s\"", text);
 }
 
+/* MPI 4.1: strings go first, then codes, then their class; a removed
+ * number is no longer valid anywhere. */
+static void removed_errors(void)
+{
+    int cls = -1, code = -1, got = -1;
+    CHECK_MPI(MPI_Add_error_class(&cls));
+    CHECK_MPI(MPI_Add_error_code(cls, &code));
+    CHECK_MPI(MPI_Add_error_string(cls, "class text"));
+    CHECK_MPI(MPI_Add_error_string(code, "code text"));
+    CHECK(last_used_code() >= code, "MPI_LASTUSEDCODE %d is below the new code %d", last_used_code(), code);
+
+    expect_class(MPI_Remove_error_class(cls), MPI_ERR_ARG, "removing a class that still has a code");
+    expect_class(MPI_Remove_error_code(code), MPI_ERR_ARG, "removing a code that still has a string");
+    expect_class(MPI_Remove_error_string(MPI_ERR_RANK), MPI_ERR_ARG, "removing a predefined class's string");
+    expect_class(MPI_Remove_error_code(cls), MPI_ERR_ARG, "MPI_Remove_error_code of a class");
+    expect_class(MPI_Remove_error_class(code), MPI_ERR_ARG, "MPI_Remove_error_class of a code");
+    expect_class(MPI_Remove_error_class(MPI_ERR_RANK), MPI_ERR_ARG, "removing a predefined class");
+    expect_string(code, "code text");   /* the refused calls changed nothing */
+
+    CHECK_MPI(MPI_Remove_error_string(code));
+    expect_string(code, "");
+    expect_class(MPI_Remove_error_string(code), MPI_ERR_ARG, "removing a string twice");
+    CHECK_MPI(MPI_Remove_error_code(code));
+    expect_class(MPI_Error_class(code, &got), MPI_ERR_ARG, "MPI_Error_class of a removed code");
+    expect_class(MPI_Add_error_string(code, "again"), MPI_ERR_ARG, "a string for a removed code");
+    expect_class(MPI_Remove_error_class(cls), MPI_ERR_ARG, "removing a class that still has a string");
+    CHECK_MPI(MPI_Remove_error_string(cls));
+    CHECK_MPI(MPI_Remove_error_class(cls));
+    expect_class(MPI_Error_class(cls, &got), MPI_ERR_ARG, "MPI_Error_class of a removed class");
+    expect_class(MPI_Add_error_code(cls, &got), MPI_ERR_ARG, "a code of a removed class");
+    expect_class(MPI_Remove_error_class(cls), MPI_ERR_ARG, "removing a class twice");
+    CHECK(last_used_code() < code, "MPI_LASTUSEDCODE %d still counts the removed code %d", last_used_code(), code);
+
+    /* Numbers are not reused. */
+    int cls2 = -1;
+    CHECK_MPI(MPI_Add_error_class(&cls2));
+    CHECK(cls2 != cls, "a new class reused the removed number %d", cls);
+    CHECK_MPI(MPI_Remove_error_class(cls2));
+}
+
 static void call_errhandler(void)
 {
     int cls = -1, code = -1;
@@ -141,6 +183,7 @@ int main(int argc, char **argv)
     }
     CHECK(strcmp(argv[1], "run") == 0, "unknown mode %s", argv[1]);
     added_errors();
+    removed_errors();
     call_errhandler();
     CHECK_MPI(MPI_Finalize());
     printf("rank %d of %d run ok\n", rank, size);

@@ -1,8 +1,10 @@
 /*
  * Buffered mode: MPI_Bsend / Ibsend / Bsend_init copy the message into a
- * buffer the program attached (MPI_Buffer_attach for the process,
- * MPI_Comm_attach_buffer for one communicator; MPI_BUFFER_AUTOMATIC lets the
- * library allocate) and send the copy; the call completes at once.
+ * buffer the program attached (MPI_Buffer_attach for the World Model,
+ * MPI_Session_attach_buffer for the communicators of a session,
+ * MPI_Comm_attach_buffer for one communicator, which comes first;
+ * MPI_BUFFER_AUTOMATIC lets the library allocate) and send the copy; the
+ * call completes at once.
  *
  * The attached buffer is carved into segments, each a header followed by the
  * packed message, kept in address order; first fit, split, and merge with free
@@ -140,10 +142,11 @@ static void bsend_done(struct MPI_ABI_Request *req)
 
 /* ---- which buffer ---- */
 
-static struct hashi_comm_buffer **comm_buffer_slot(struct MPI_ABI_Comm *comm)
+/* The record of the buffer attached to a communicator or session (owner). */
+static struct hashi_comm_buffer **comm_buffer_slot(const void *owner)
 {
     struct hashi_comm_buffer **p = &hashi_p2p.comm_buffers;
-    while (*p && (*p)->comm != comm)
+    while (*p && (*p)->owner != owner)
         p = &(*p)->next;
     return p;
 }
@@ -151,9 +154,12 @@ static struct hashi_comm_buffer **comm_buffer_slot(struct MPI_ABI_Comm *comm)
 struct hashi_bsend_buffer *p2p_bsend_buffer_for(struct MPI_ABI_Comm *comm)
 {
     struct hashi_comm_buffer *cb = *comm_buffer_slot(comm);
+    if (!cb && comm->session)
+        cb = *comm_buffer_slot(comm->session);
     if (cb)
         return &cb->buf;
-    return hashi_p2p.process_buffer.attached ? &hashi_p2p.process_buffer : NULL;
+    /* MPI_Buffer_attach's buffer belongs to the World Model's communicators. */
+    return !comm->session && hashi_p2p.process_buffer.attached ? &hashi_p2p.process_buffer : NULL;
 }
 
 static int drain_completions(void)
@@ -445,7 +451,19 @@ int hashi_impl_Buffer_iflush(MPI_Request *request)
     return buffer_iflush("MPI_Buffer_iflush", MPI_COMM_SELF, b, request);
 }
 
-/* ---- a communicator's buffer (MPI-4.1) ---- */
+/* ---- a communicator's or a session's buffer (MPI-4.1) ---- */
+
+static int owned_buffer_attach(const void *owner, void *buffer, MPI_Count size)
+{
+    struct hashi_comm_buffer *cb = malloc(sizeof *cb);
+    if (!cb)
+        return -1;
+    cb->owner = owner;
+    buffer_attach(&cb->buf, buffer, size);
+    cb->next = hashi_p2p.comm_buffers;
+    hashi_p2p.comm_buffers = cb;
+    return 0;
+}
 
 int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
 {
@@ -460,13 +478,8 @@ int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
     if (*comm_buffer_slot(c))
         return hashi_err_comm(func, comm, MPI_ERR_BUFFER,
                               "a buffer is attached to this communicator already (MPI_Comm_detach_buffer it first)");
-    struct hashi_comm_buffer *cb = malloc(sizeof *cb);
-    if (!cb)
+    if (owned_buffer_attach(c, buffer, size) != 0)
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
-    cb->comm = c;
-    buffer_attach(&cb->buf, buffer, size);
-    cb->next = hashi_p2p.comm_buffers;
-    hashi_p2p.comm_buffers = cb;
     return MPI_SUCCESS;
 }
 
@@ -483,7 +496,7 @@ static void comm_buffer_remove(struct hashi_comm_buffer **slot, void *buffer_add
     if (buffer_addr)
         detach_results(&cb->buf, buffer_addr, size);
     /* Flushing ran progress: the list may have changed in front of us. */
-    slot = comm_buffer_slot(cb->comm);
+    slot = comm_buffer_slot(cb->owner);
     *slot = cb->next;
     free(cb);
 }
@@ -543,6 +556,99 @@ int hashi_impl_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
         return rc;
     struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
     return buffer_iflush(func, comm, cb ? &cb->buf : NULL, request);
+}
+
+static struct MPI_ABI_Session *session_arg(const char *func, MPI_Session session, int *rc)
+{
+    struct MPI_ABI_Session *s = hashi_session_get(session);
+    *rc = s ? MPI_SUCCESS : hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
+    return s;
+}
+
+int hashi_impl_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)
+{
+    static const char func[] = "MPI_Session_attach_buffer";
+    int rc;
+    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
+    if (!s)
+        return rc;
+    if (buffer != MPI_BUFFER_AUTOMATIC && size < 0)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "size %lld is negative", (long long)size);
+    if (buffer != MPI_BUFFER_AUTOMATIC && !buffer && size > 0)
+        return hashi_err_session(func, session, MPI_ERR_BUFFER, "the buffer is NULL but size is %lld",
+                                 (long long)size);
+    if (*comm_buffer_slot(s))
+        return hashi_err_session(func, session, MPI_ERR_BUFFER,
+                                 "a buffer is attached to this session already (MPI_Session_detach_buffer it first)");
+    if (owned_buffer_attach(s, buffer, size) != 0)
+        return hashi_err_session(func, session, MPI_ERR_NO_MEM, "out of memory");
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_attach_buffer(MPI_Session session, void *buffer, int size)
+{
+    return hashi_impl_Session_attach_buffer_c(session, buffer, size);
+}
+
+static int session_detach(const char *func, MPI_Session session, void *buffer_addr, MPI_Count *size)
+{
+    int rc;
+    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
+    if (!s)
+        return rc;
+    if (!buffer_addr || !size)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "%s is NULL", !buffer_addr ? "buffer_addr" : "size");
+    struct hashi_comm_buffer **slot = comm_buffer_slot(s);
+    if (!*slot)
+        return hashi_err_session(func, session, MPI_ERR_BUFFER, "no buffer is attached to this session");
+    comm_buffer_remove(slot, buffer_addr, size);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)
+{
+    return session_detach("MPI_Session_detach_buffer", session, buffer_addr, size);
+}
+
+int hashi_impl_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)
+{
+    MPI_Count sz = 0;
+    int rc = session_detach("MPI_Session_detach_buffer", session, buffer_addr, size ? &sz : NULL);
+    if (rc == MPI_SUCCESS)
+        *size = sz > INT_MAX ? INT_MAX : (int)sz;
+    return rc;
+}
+
+int hashi_impl_Session_flush_buffer(MPI_Session session)
+{
+    int rc;
+    struct MPI_ABI_Session *s = session_arg("MPI_Session_flush_buffer", session, &rc);
+    if (!s)
+        return rc;
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(s);
+    if (cb)
+        buffer_flush(&cb->buf);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_iflush_buffer(MPI_Session session, MPI_Request *request)
+{
+    static const char func[] = "MPI_Session_iflush_buffer";
+    int rc;
+    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
+    if (!s)
+        return rc;
+    if (!request)
+        return hashi_err_session(func, session, MPI_ERR_ARG, "the request pointer is NULL");
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(s);
+    return buffer_iflush(func, MPI_COMM_SELF, cb ? &cb->buf : NULL, request);
+}
+
+void hashi_p2p_session_finalized(const struct MPI_ABI_Session *session)
+{
+    struct hashi_comm_buffer **slot = comm_buffer_slot(session);
+    if (*slot)
+        comm_buffer_remove(slot, NULL, NULL);
 }
 
 void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm)

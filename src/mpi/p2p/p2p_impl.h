@@ -55,7 +55,7 @@ struct hashi_bsend_buffer {
 /* A communicator's attached buffer (MPI_Comm_attach_buffer). */
 struct hashi_comm_buffer {
     struct hashi_comm_buffer *next;
-    struct MPI_ABI_Comm *comm;
+    const void *owner;   /* the communicator or the session it is attached to */
     struct hashi_bsend_buffer buf;
 };
 
