@@ -109,6 +109,8 @@ struct MPI_ABI_Session {
 };
 #define HASHI_SESSION_MAGIC 0x5345534eu
 struct MPI_ABI_Session *hashi_session_get(MPI_Session h);
+/* The session of a call's argument; NULL (MPI_ERR_SESSION raised, in *rc) if it is none. */
+struct MPI_ABI_Session *hashi_session_arg(const char *func, MPI_Session session, int *rc);
 void hashi_session_retain(struct MPI_ABI_Session *s);
 void hashi_session_release(struct MPI_ABI_Session *s);
 /* The runtime for one more session (started if needed; init.c): 0, or -1

@@ -48,7 +48,7 @@ void hashi_session_release(struct MPI_ABI_Session *s)
     free(s);
 }
 
-static struct MPI_ABI_Session *session_arg(const char *func, MPI_Session session, int *rc)
+struct MPI_ABI_Session *hashi_session_arg(const char *func, MPI_Session session, int *rc)
 {
     struct MPI_ABI_Session *s = hashi_session_get(session);
     *rc = s ? MPI_SUCCESS
@@ -128,7 +128,7 @@ int hashi_impl_Session_finalize(MPI_Session *session)
     if (!session)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "session is NULL");
     int rc;
-    struct MPI_ABI_Session *s = session_arg(func, *session, &rc);
+    struct MPI_ABI_Session *s = hashi_session_arg(func, *session, &rc);
     if (!s)
         return rc;
     /* Messages still in the session's Bsend buffer go out first. */
@@ -144,7 +144,7 @@ int hashi_impl_Session_get_info(MPI_Session session, MPI_Info *info_used)
 {
     static const char func[] = "MPI_Session_get_info";
     int rc;
-    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
+    struct MPI_ABI_Session *s = hashi_session_arg(func, session, &rc);
     if (!s)
         return rc;
     if (!info_used)
@@ -163,7 +163,7 @@ int hashi_impl_Session_get_num_psets(MPI_Session session, MPI_Info info, int *np
 {
     static const char func[] = "MPI_Session_get_num_psets";
     int rc;
-    if (!session_arg(func, session, &rc))
+    if (!hashi_session_arg(func, session, &rc))
         return rc;
     (void)info;   /* no hints change the sets */
     if (!npset_names)
@@ -176,7 +176,7 @@ int hashi_impl_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, i
 {
     static const char func[] = "MPI_Session_get_nth_pset";
     int rc;
-    if (!session_arg(func, session, &rc))
+    if (!hashi_session_arg(func, session, &rc))
         return rc;
     (void)info;
     if (n < 0 || n >= NPSETS)
@@ -215,7 +215,7 @@ int hashi_impl_Session_get_pset_info(MPI_Session session, const char *pset_name,
 {
     static const char func[] = "MPI_Session_get_pset_info";
     int rc;
-    if (!session_arg(func, session, &rc))
+    if (!hashi_session_arg(func, session, &rc))
         return rc;
     if (!info)
         return hashi_err_session(func, session, MPI_ERR_ARG, "info is NULL");
@@ -238,7 +238,7 @@ int hashi_impl_Group_from_session_pset(MPI_Session session, const char *pset_nam
 {
     static const char func[] = "MPI_Group_from_session_pset";
     int rc;
-    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
+    struct MPI_ABI_Session *s = hashi_session_arg(func, session, &rc);
     if (!s)
         return rc;
     if (!newgroup)

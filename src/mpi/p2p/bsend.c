@@ -339,14 +339,25 @@ static void buffer_flush(struct hashi_bsend_buffer *b)
     hashi_progress_wait_until(buffer_empty, b);
 }
 
-static int attach_args(const char *func, MPI_Comm comm, void *buffer, MPI_Count size)
+/* Where a buffer call raises its errors: the communicator or session it
+ * names (MPI_Buffer_*: MPI_COMM_SELF), and the buffer's owner. */
+struct buffer_call {
+    const char *func;
+    enum hashi_obj_kind kind;
+    const void *handle;
+    const void *owner;   /* the communicator or session object; NULL: the process */
+    const char *noun;    /* "communicator", "session" */
+};
+#define BUFFER_ERR(call, code, ...) hashi_err_raise((call)->func, (call)->kind, (call)->handle, (code), __VA_ARGS__)
+
+static int attach_args(const struct buffer_call *call, void *buffer, MPI_Count size)
 {
     if (buffer == MPI_BUFFER_AUTOMATIC)
         return MPI_SUCCESS;
     if (size < 0)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "size %lld is negative", (long long)size);
+        return BUFFER_ERR(call, MPI_ERR_ARG, "size %lld is negative", (long long)size);
     if (!buffer && size > 0)
-        return hashi_err_comm(func, comm, MPI_ERR_BUFFER, "the buffer is NULL but size is %lld", (long long)size);
+        return BUFFER_ERR(call, MPI_ERR_BUFFER, "the buffer is NULL but size is %lld", (long long)size);
     return MPI_SUCCESS;
 }
 
@@ -360,7 +371,8 @@ static void detach_results(const struct hashi_bsend_buffer *b, void *buffer_addr
 
 static int process_attach(const char *func, void *buffer, MPI_Count size)
 {
-    int rc = attach_args(func, MPI_COMM_SELF, buffer, size);
+    const struct buffer_call call = { func, HASHI_OBJ_COMM, MPI_COMM_SELF, NULL, "process" };
+    int rc = attach_args(&call, buffer, size);
     if (rc != MPI_SUCCESS)
         return rc;
     if (hashi_p2p.process_buffer.attached)
@@ -423,20 +435,20 @@ int hashi_impl_Buffer_flush(void)
 }
 
 /* A request that completes once every message in b has been sent. */
-static int buffer_iflush(const char *func, MPI_Comm comm, struct hashi_bsend_buffer *b, MPI_Request *request)
+static int buffer_iflush(const struct buffer_call *call, struct hashi_bsend_buffer *b, MPI_Request *request)
 {
     if (!request)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
+        return BUFFER_ERR(call, MPI_ERR_ARG, "the request pointer is NULL");
     if (!b || b->pending == 0) {
         struct MPI_ABI_Request *done = p2p_completed_request(HASHI_REQ_SEND, 0);
         if (!done)
-            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+            return BUFFER_ERR(call, MPI_ERR_NO_MEM, "no memory for a request");
         *request = done;
         return MPI_SUCCESS;
     }
     struct MPI_ABI_Request *req = hashi_request_alloc(HASHI_REQ_SEND);
     if (!req)
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+        return BUFFER_ERR(call, MPI_ERR_NO_MEM, "no memory for a request");
     hashi_request_retain(req);   /* the flush's "operation" */
     req->extra = b->flush_waiters;
     b->flush_waiters = req;
@@ -448,47 +460,32 @@ int hashi_impl_Buffer_iflush(MPI_Request *request)
 {
     HASHI_CHECK_INITIALIZED("MPI_Buffer_iflush");
     struct hashi_bsend_buffer *b = hashi_p2p.process_buffer.attached ? &hashi_p2p.process_buffer : NULL;
-    return buffer_iflush("MPI_Buffer_iflush", MPI_COMM_SELF, b, request);
+    const struct buffer_call call = { "MPI_Buffer_iflush", HASHI_OBJ_COMM, MPI_COMM_SELF, NULL, "process" };
+    return buffer_iflush(&call, b, request);
 }
 
 /* ---- a communicator's or a session's buffer (MPI-4.1) ---- */
 
-static int owned_buffer_attach(const void *owner, void *buffer, MPI_Count size)
+static int owned_attach(const struct buffer_call *call, void *buffer, MPI_Count size)
 {
+    int rc = attach_args(call, buffer, size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (*comm_buffer_slot(call->owner))
+        return BUFFER_ERR(call, MPI_ERR_BUFFER, "a buffer is attached to this %s already (detach it first)",
+                          call->noun);
     struct hashi_comm_buffer *cb = malloc(sizeof *cb);
     if (!cb)
-        return -1;
-    cb->owner = owner;
+        return BUFFER_ERR(call, MPI_ERR_NO_MEM, "out of memory");
+    cb->owner = call->owner;
     buffer_attach(&cb->buf, buffer, size);
     cb->next = hashi_p2p.comm_buffers;
     hashi_p2p.comm_buffers = cb;
-    return 0;
-}
-
-int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
-{
-    const char *func = "MPI_Comm_attach_buffer";
-    HASHI_CHECK_INITIALIZED(func);
-    int rc;
-    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
-    if (!c)
-        return rc;
-    if ((rc = attach_args(func, comm, buffer, size)) != MPI_SUCCESS)
-        return rc;
-    if (*comm_buffer_slot(c))
-        return hashi_err_comm(func, comm, MPI_ERR_BUFFER,
-                              "a buffer is attached to this communicator already (MPI_Comm_detach_buffer it first)");
-    if (owned_buffer_attach(c, buffer, size) != 0)
-        return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
     return MPI_SUCCESS;
 }
 
-int hashi_impl_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)
-{
-    return hashi_impl_Comm_attach_buffer_c(comm, buffer, size);
-}
-
-/* Unlink and free a communicator's buffer record after flushing it. */
+/* Unlink and free a communicator's or session's buffer record after
+ * flushing it. */
 static void comm_buffer_remove(struct hashi_comm_buffer **slot, void *buffer_addr, MPI_Count *size)
 {
     struct hashi_comm_buffer *cb = *slot;
@@ -501,154 +498,101 @@ static void comm_buffer_remove(struct hashi_comm_buffer **slot, void *buffer_add
     free(cb);
 }
 
-static int comm_detach(const char *func, MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+static int owned_detach(const struct buffer_call *call, void *buffer_addr, MPI_Count *size)
 {
-    int rc;
-    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
-    if (!c)
-        return rc;
     if (!buffer_addr || !size)
-        return hashi_err_comm(func, comm, MPI_ERR_ARG, "%s is NULL", !buffer_addr ? "buffer_addr" : "size");
-    struct hashi_comm_buffer **slot = comm_buffer_slot(c);
+        return BUFFER_ERR(call, MPI_ERR_ARG, "%s is NULL", !buffer_addr ? "buffer_addr" : "size");
+    struct hashi_comm_buffer **slot = comm_buffer_slot(call->owner);
     if (!*slot)
-        return hashi_err_comm(func, comm, MPI_ERR_BUFFER, "no buffer is attached to this communicator");
+        return BUFFER_ERR(call, MPI_ERR_BUFFER, "no buffer is attached to this %s", call->noun);
     comm_buffer_remove(slot, buffer_addr, size);
     return MPI_SUCCESS;
 }
 
-int hashi_impl_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+/* The int form of a detach: sizes above INT_MAX read as INT_MAX. */
+static int owned_detach_int(const struct buffer_call *call, void *buffer_addr, int *size)
 {
-    HASHI_CHECK_INITIALIZED("MPI_Comm_detach_buffer");
-    return comm_detach("MPI_Comm_detach_buffer", comm, buffer_addr, size);
-}
-
-int hashi_impl_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)
-{
-    HASHI_CHECK_INITIALIZED("MPI_Comm_detach_buffer");
     MPI_Count sz = 0;
-    int rc = comm_detach("MPI_Comm_detach_buffer", comm, buffer_addr, size ? &sz : NULL);
+    int rc = owned_detach(call, buffer_addr, size ? &sz : NULL);
     if (rc == MPI_SUCCESS)
         *size = sz > INT_MAX ? INT_MAX : (int)sz;
     return rc;
 }
 
-int hashi_impl_Comm_flush_buffer(MPI_Comm comm)
+static void owned_flush(const void *owner)
 {
-    const char *func = "MPI_Comm_flush_buffer";
-    HASHI_CHECK_INITIALIZED(func);
-    int rc;
-    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
-    if (!c)
-        return rc;
-    struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(owner);
     if (cb)
         buffer_flush(&cb->buf);
+}
+
+static int owned_iflush(const struct buffer_call *call, MPI_Request *request)
+{
+    struct hashi_comm_buffer *cb = *comm_buffer_slot(call->owner);
+    return buffer_iflush(call, cb ? &cb->buf : NULL, request);
+}
+
+/* The call's communicator; NULL (the error raised in *rc) if it is not one. */
+static struct MPI_ABI_Comm *comm_call(struct buffer_call *call, MPI_Comm comm, int *rc)
+{
+    struct MPI_ABI_Comm *c = hashi_comm_arg(call->func, comm, rc);
+    *call = (struct buffer_call){ call->func, HASHI_OBJ_COMM, comm, c, "communicator" };
+    return c;
+}
+
+static struct MPI_ABI_Session *session_call(struct buffer_call *call, MPI_Session session, int *rc)
+{
+    struct MPI_ABI_Session *s = hashi_session_arg(call->func, session, rc);
+    *call = (struct buffer_call){ call->func, HASHI_OBJ_SESSION, session, s, "session" };
+    return s;
+}
+
+int hashi_impl_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
+{
+    struct buffer_call call = { .func = "MPI_Comm_attach_buffer" };
+    HASHI_CHECK_INITIALIZED(call.func);
+    int rc;
+    return comm_call(&call, comm, &rc) ? owned_attach(&call, buffer, size) : rc;
+}
+
+int hashi_impl_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)
+{
+    return hashi_impl_Comm_attach_buffer_c(comm, buffer, size);
+}
+
+int hashi_impl_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+{
+    struct buffer_call call = { .func = "MPI_Comm_detach_buffer" };
+    HASHI_CHECK_INITIALIZED(call.func);
+    int rc;
+    return comm_call(&call, comm, &rc) ? owned_detach(&call, buffer_addr, size) : rc;
+}
+
+int hashi_impl_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)
+{
+    struct buffer_call call = { .func = "MPI_Comm_detach_buffer" };
+    HASHI_CHECK_INITIALIZED(call.func);
+    int rc;
+    return comm_call(&call, comm, &rc) ? owned_detach_int(&call, buffer_addr, size) : rc;
+}
+
+int hashi_impl_Comm_flush_buffer(MPI_Comm comm)
+{
+    struct buffer_call call = { .func = "MPI_Comm_flush_buffer" };
+    HASHI_CHECK_INITIALIZED(call.func);
+    int rc;
+    if (!comm_call(&call, comm, &rc))
+        return rc;
+    owned_flush(call.owner);
     return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
 {
-    const char *func = "MPI_Comm_iflush_buffer";
-    HASHI_CHECK_INITIALIZED(func);
+    struct buffer_call call = { .func = "MPI_Comm_iflush_buffer" };
+    HASHI_CHECK_INITIALIZED(call.func);
     int rc;
-    struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, &rc);
-    if (!c)
-        return rc;
-    struct hashi_comm_buffer *cb = *comm_buffer_slot(c);
-    return buffer_iflush(func, comm, cb ? &cb->buf : NULL, request);
-}
-
-static struct MPI_ABI_Session *session_arg(const char *func, MPI_Session session, int *rc)
-{
-    struct MPI_ABI_Session *s = hashi_session_get(session);
-    *rc = s ? MPI_SUCCESS : hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
-    return s;
-}
-
-int hashi_impl_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)
-{
-    static const char func[] = "MPI_Session_attach_buffer";
-    int rc;
-    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
-    if (!s)
-        return rc;
-    if (buffer != MPI_BUFFER_AUTOMATIC && size < 0)
-        return hashi_err_session(func, session, MPI_ERR_ARG, "size %lld is negative", (long long)size);
-    if (buffer != MPI_BUFFER_AUTOMATIC && !buffer && size > 0)
-        return hashi_err_session(func, session, MPI_ERR_BUFFER, "the buffer is NULL but size is %lld",
-                                 (long long)size);
-    if (*comm_buffer_slot(s))
-        return hashi_err_session(func, session, MPI_ERR_BUFFER,
-                                 "a buffer is attached to this session already (MPI_Session_detach_buffer it first)");
-    if (owned_buffer_attach(s, buffer, size) != 0)
-        return hashi_err_session(func, session, MPI_ERR_NO_MEM, "out of memory");
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Session_attach_buffer(MPI_Session session, void *buffer, int size)
-{
-    return hashi_impl_Session_attach_buffer_c(session, buffer, size);
-}
-
-static int session_detach(const char *func, MPI_Session session, void *buffer_addr, MPI_Count *size)
-{
-    int rc;
-    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
-    if (!s)
-        return rc;
-    if (!buffer_addr || !size)
-        return hashi_err_session(func, session, MPI_ERR_ARG, "%s is NULL", !buffer_addr ? "buffer_addr" : "size");
-    struct hashi_comm_buffer **slot = comm_buffer_slot(s);
-    if (!*slot)
-        return hashi_err_session(func, session, MPI_ERR_BUFFER, "no buffer is attached to this session");
-    comm_buffer_remove(slot, buffer_addr, size);
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)
-{
-    return session_detach("MPI_Session_detach_buffer", session, buffer_addr, size);
-}
-
-int hashi_impl_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)
-{
-    MPI_Count sz = 0;
-    int rc = session_detach("MPI_Session_detach_buffer", session, buffer_addr, size ? &sz : NULL);
-    if (rc == MPI_SUCCESS)
-        *size = sz > INT_MAX ? INT_MAX : (int)sz;
-    return rc;
-}
-
-int hashi_impl_Session_flush_buffer(MPI_Session session)
-{
-    int rc;
-    struct MPI_ABI_Session *s = session_arg("MPI_Session_flush_buffer", session, &rc);
-    if (!s)
-        return rc;
-    struct hashi_comm_buffer *cb = *comm_buffer_slot(s);
-    if (cb)
-        buffer_flush(&cb->buf);
-    return MPI_SUCCESS;
-}
-
-int hashi_impl_Session_iflush_buffer(MPI_Session session, MPI_Request *request)
-{
-    static const char func[] = "MPI_Session_iflush_buffer";
-    int rc;
-    struct MPI_ABI_Session *s = session_arg(func, session, &rc);
-    if (!s)
-        return rc;
-    if (!request)
-        return hashi_err_session(func, session, MPI_ERR_ARG, "the request pointer is NULL");
-    struct hashi_comm_buffer *cb = *comm_buffer_slot(s);
-    return buffer_iflush(func, MPI_COMM_SELF, cb ? &cb->buf : NULL, request);
-}
-
-void hashi_p2p_session_finalized(const struct MPI_ABI_Session *session)
-{
-    struct hashi_comm_buffer **slot = comm_buffer_slot(session);
-    if (*slot)
-        comm_buffer_remove(slot, NULL, NULL);
+    return comm_call(&call, comm, &rc) ? owned_iflush(&call, request) : rc;
 }
 
 void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm)
@@ -658,6 +602,57 @@ void hashi_p2p_comm_destroyed(struct MPI_ABI_Comm *comm)
         comm_buffer_remove(slot, NULL, NULL);
     p2p_part_comm_destroyed(comm);
 }
+
+int hashi_impl_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)
+{
+    struct buffer_call call = { .func = "MPI_Session_attach_buffer" };
+    int rc;
+    return session_call(&call, session, &rc) ? owned_attach(&call, buffer, size) : rc;
+}
+
+int hashi_impl_Session_attach_buffer(MPI_Session session, void *buffer, int size)
+{
+    return hashi_impl_Session_attach_buffer_c(session, buffer, size);
+}
+
+int hashi_impl_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)
+{
+    struct buffer_call call = { .func = "MPI_Session_detach_buffer" };
+    int rc;
+    return session_call(&call, session, &rc) ? owned_detach(&call, buffer_addr, size) : rc;
+}
+
+int hashi_impl_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)
+{
+    struct buffer_call call = { .func = "MPI_Session_detach_buffer" };
+    int rc;
+    return session_call(&call, session, &rc) ? owned_detach_int(&call, buffer_addr, size) : rc;
+}
+
+int hashi_impl_Session_flush_buffer(MPI_Session session)
+{
+    struct buffer_call call = { .func = "MPI_Session_flush_buffer" };
+    int rc;
+    if (!session_call(&call, session, &rc))
+        return rc;
+    owned_flush(call.owner);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Session_iflush_buffer(MPI_Session session, MPI_Request *request)
+{
+    struct buffer_call call = { .func = "MPI_Session_iflush_buffer" };
+    int rc;
+    return session_call(&call, session, &rc) ? owned_iflush(&call, request) : rc;
+}
+
+void hashi_p2p_session_finalized(const struct MPI_ABI_Session *session)
+{
+    struct hashi_comm_buffer **slot = comm_buffer_slot(session);
+    if (*slot)
+        comm_buffer_remove(slot, NULL, NULL);
+}
+
 
 void p2p_bsend_finalize(void)
 {
