@@ -365,6 +365,27 @@ int hashi_impl_Type_free(MPI_Datatype *datatype)
     return MPI_SUCCESS;
 }
 
+/* t gets old's layout (shared: old outlives t). */
+static void share_layout(struct MPI_ABI_Datatype *t, const struct MPI_ABI_Datatype *old)
+{
+    t->size = old->size;
+    t->lb = old->lb;
+    t->ub = old->ub;
+    t->true_lb = old->true_lb;
+    t->true_ub = old->true_ub;
+    t->contiguous = old->contiguous;
+    t->basic_type = old->basic_type;
+    t->repr = old->repr;
+    t->dense = old->dense;
+    t->align = old->align;
+    t->explicit_bounds = old->explicit_bounds;
+    t->nelem = old->nelem;
+    t->elem_size = old->elem_size;
+    t->pair_value = old->pair_value;
+    t->pair_index = old->pair_index;
+    t->pair_index_offset = old->pair_index_offset;
+}
+
 int hashi_impl_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     HASHI_CHECK_INITIALIZED("MPI_Type_dup");
@@ -382,22 +403,7 @@ int hashi_impl_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         return hashi_err_type("MPI_Type_dup", MPI_ERR_NO_MEM, "out of memory");
     }
     /* Same layout, shared: the duplicate holds a reference on the original. */
-    t->size = old->size;
-    t->lb = old->lb;
-    t->ub = old->ub;
-    t->true_lb = old->true_lb;
-    t->true_ub = old->true_ub;
-    t->contiguous = old->contiguous;
-    t->basic_type = old->basic_type;
-    t->repr = old->repr;
-    t->dense = old->dense;
-    t->align = old->align;
-    t->explicit_bounds = old->explicit_bounds;
-    t->nelem = old->nelem;
-    t->elem_size = old->elem_size;
-    t->pair_value = old->pair_value;
-    t->pair_index = old->pair_index;
-    t->pair_index_offset = old->pair_index_offset;
+    share_layout(t, old);
     t->combiner = MPI_COMBINER_DUP;
     t->committed = old->committed;
     hashi_type_retain(old);
@@ -754,6 +760,111 @@ int hashi_impl_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
     }
     return hashi_err_type("MPI_Type_match_size", MPI_ERR_ARG, "no predefined type of this class has size %d",
                           size);
+}
+
+/* ---------------------------------------------------------------------- */
+/* MPI_Type_create_f90_integer / _real / _complex                          */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The Fortran kinds selected_int_kind(r) and selected_real_kind(p, r) give
+ * with gfortran on this ABI (MPI_UNDEFINED: that bound is not asked for),
+ * as the sized predefined types. Each (combiner, p, r) gets one type object,
+ * made on the first call and kept until exit: it behaves as a predefined
+ * type (cannot be freed) whose envelope is MPI_COMBINER_F90_* with p and r.
+ */
+#define F90_CACHE 32
+static struct f90_entry { int combiner, p, r; struct MPI_ABI_Datatype *t; } f90_cache[F90_CACHE];
+static int f90_count;
+
+static MPI_Datatype f90_base(int combiner, int p, int r)
+{
+    static const struct { int r; MPI_Datatype type; } ints[] = {
+        { 2, MPI_INTEGER1 }, { 4, MPI_INTEGER2 }, { 9, MPI_INTEGER4 }, { 18, MPI_INTEGER8 }, { 38, MPI_INTEGER16 },
+    };
+    static const struct { int p, r; MPI_Datatype real_type, complex_type; } reals[] = {
+        { 6, 37, MPI_REAL4, MPI_COMPLEX8 },
+        { 15, 307, MPI_REAL8, MPI_COMPLEX16 },
+        { 33, 4931, MPI_REAL16, MPI_COMPLEX32 },
+    };
+    if (combiner == MPI_COMBINER_F90_INTEGER) {
+        for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+            if (r <= ints[i].r)
+                return ints[i].type;
+        return MPI_DATATYPE_NULL;
+    }
+    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
+        if ((p == MPI_UNDEFINED || p <= reals[i].p) && (r == MPI_UNDEFINED || r <= reals[i].r))
+            return combiner == MPI_COMBINER_F90_REAL ? reals[i].real_type : reals[i].complex_type;
+    return MPI_DATATYPE_NULL;
+}
+
+static int f90_type(const char *func, int combiner, int p, int r, MPI_Datatype *newtype)
+{
+    HASHI_CHECK_INITIALIZED(func);
+    if (!newtype)
+        return hashi_err_type(func, MPI_ERR_ARG, "newtype is NULL");
+    int is_int = combiner == MPI_COMBINER_F90_INTEGER;
+    if ((!is_int && p == MPI_UNDEFINED && r == MPI_UNDEFINED) || (!is_int && p != MPI_UNDEFINED && p < 0)
+        || (r != MPI_UNDEFINED && r < 0) || (is_int && r == MPI_UNDEFINED))
+        return hashi_err_type(func, MPI_ERR_ARG, is_int ? "the range r = %d is not a decimal exponent range"
+                                                        : "p = %d and r = %d: give a precision or a range (or both), "
+                                                          "not negative",
+                              is_int ? r : p, r);
+    MPI_Datatype base = f90_base(combiner, p, r);
+    if (base == MPI_DATATYPE_NULL)
+        return is_int ? hashi_err_type(func, MPI_ERR_ARG, "no Fortran integer kind has a range of %d digits", r)
+                      : hashi_err_type(func, MPI_ERR_ARG,
+                                       "no Fortran real kind has precision %d and range %d (up to 33 and 4931)", p, r);
+    for (int i = 0; i < f90_count; i++) {
+        if (f90_cache[i].combiner == combiner && f90_cache[i].p == p && f90_cache[i].r == r) {
+            *newtype = f90_cache[i].t;
+            return MPI_SUCCESS;
+        }
+    }
+    if (f90_count == F90_CACHE)
+        return hashi_err_type(func, MPI_ERR_NO_MEM, "more than %d distinct Fortran kinds asked for", F90_CACHE);
+    const struct MPI_ABI_Datatype *old = hashi_type_get(base);
+    struct MPI_ABI_Datatype *t = hashi_type_alloc();
+    struct hashi_type_envelope *env = hashi_envelope_new(combiner, 0, is_int ? 1 : 2, 0, 0, 0);
+    if (!t || !env) {
+        free(t);
+        free(env);
+        return hashi_err_type(func, MPI_ERR_NO_MEM, "out of memory");
+    }
+    /* The sized type's layout and reductions (a predefined type's: never
+     * freed), under its own envelope. */
+    share_layout(t, old);
+    t->basic = old->basic;
+    t->predefined = 1;
+    t->committed = 1;
+    t->combiner = combiner;
+    snprintf(t->name, sizeof t->name, "%s", old->name);
+    if (is_int) {
+        env->ints[0] = r;
+    } else {
+        env->ints[0] = p;
+        env->ints[1] = r;
+    }
+    t->envelope = env;
+    f90_cache[f90_count++] = (struct f90_entry){ combiner, p, r, t };
+    *newtype = t;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    return f90_type("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r, newtype);
+}
+
+int hashi_impl_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    return f90_type("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, p, r, newtype);
+}
+
+int hashi_impl_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    return f90_type("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, p, r, newtype);
 }
 
 static bool is_integer_type(MPI_Datatype t)

@@ -2,7 +2,9 @@
  * The predefined datatypes: size, bounds, true bounds and name of every one
  * the header defines, the pair types' layouts as C lays out their structs
  * (packing skips the padding), MPI_DATATYPE_NULL and MPI_Type_free refused,
- * MPI_Type_match_size, MPI_Type_get_value_index, names.
+ * MPI_Type_match_size, MPI_Type_get_value_index, names; the Fortran kinds
+ * of MPI_Type_create_f90_* (sizes, one handle per kind, envelope and
+ * contents, not freeable, usable in a reduction and a message).
  */
 #include "typemap.h"
 
@@ -167,6 +169,73 @@ static void check_match_size(void)
     CHECK(cls == MPI_ERR_ARG, "match_size(REAL, 3) gave class %d", cls);
 }
 
+static int error_class(int rc)
+{
+    int cls = -1;
+    MPI_Error_class(rc, &cls);
+    return cls;
+}
+
+static void check_f90(void)
+{
+    static const struct { int combiner, p, r, size; } kinds[] = {
+        { MPI_COMBINER_F90_INTEGER, 0, 2, 1 }, { MPI_COMBINER_F90_INTEGER, 0, 9, 4 },
+        { MPI_COMBINER_F90_INTEGER, 0, 10, 8 }, { MPI_COMBINER_F90_INTEGER, 0, 18, 8 },
+        { MPI_COMBINER_F90_REAL, 6, MPI_UNDEFINED, 4 }, { MPI_COMBINER_F90_REAL, 15, 307, 8 },
+        { MPI_COMBINER_F90_REAL, MPI_UNDEFINED, 300, 8 }, { MPI_COMBINER_F90_REAL, 20, MPI_UNDEFINED, 16 },
+        { MPI_COMBINER_F90_COMPLEX, 15, MPI_UNDEFINED, 16 }, { MPI_COMBINER_F90_COMPLEX, 6, 37, 8 },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        int c = kinds[i].combiner, p = kinds[i].p, r = kinds[i].r;
+        MPI_Datatype t, again;
+        if (c == MPI_COMBINER_F90_INTEGER) {
+            CHECK_MPI(MPI_Type_create_f90_integer(r, &t));
+            CHECK_MPI(MPI_Type_create_f90_integer(r, &again));
+        } else if (c == MPI_COMBINER_F90_REAL) {
+            CHECK_MPI(MPI_Type_create_f90_real(p, r, &t));
+            CHECK_MPI(MPI_Type_create_f90_real(p, r, &again));
+        } else {
+            CHECK_MPI(MPI_Type_create_f90_complex(p, r, &t));
+            CHECK_MPI(MPI_Type_create_f90_complex(p, r, &again));
+        }
+        CHECK(t == again, "f90 kind %zu: two calls gave two handles", i);
+        int size = 0, ni = -1, na = -1, nd = -1, combiner = -1, ints[2] = { -1, -1 };
+        CHECK_MPI(MPI_Type_size(t, &size));
+        CHECK(size == kinds[i].size, "f90 kind %zu (p %d, r %d): size %d, expected %d", i, p, r, size, kinds[i].size);
+        CHECK_MPI(MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner));
+        int want_ni = c == MPI_COMBINER_F90_INTEGER ? 1 : 2;
+        CHECK(combiner == c && ni == want_ni && na == 0 && nd == 0, "f90 kind %zu: envelope %d (%d, %d, %d)", i,
+              combiner, ni, na, nd);
+        CHECK_MPI(MPI_Type_get_contents(t, 2, 0, 0, ints, NULL, NULL));
+        CHECK(want_ni == 1 ? ints[0] == r : ints[0] == p && ints[1] == r, "f90 kind %zu: contents %d %d", i, ints[0],
+              ints[1]);
+        MPI_Datatype copy = t;
+        CHECK(error_class(MPI_Type_free(&copy)) == MPI_ERR_TYPE, "an f90 type could be freed");
+    }
+    MPI_Datatype t;
+    CHECK(error_class(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t)) == MPI_ERR_ARG, "real of precision 40");
+    CHECK(error_class(MPI_Type_create_f90_real(MPI_UNDEFINED, MPI_UNDEFINED, &t)) == MPI_ERR_ARG,
+          "real of no precision and no range");
+    CHECK(error_class(MPI_Type_create_f90_integer(39, &t)) == MPI_ERR_ARG, "integer of range 39");
+    CHECK(error_class(MPI_Type_create_f90_integer(-1, &t)) == MPI_ERR_ARG, "integer of range -1");
+
+    /* A reduction and a message in them. */
+    MPI_Datatype dbl, i64;
+    CHECK_MPI(MPI_Type_create_f90_real(15, MPI_UNDEFINED, &dbl));
+    CHECK_MPI(MPI_Type_create_f90_integer(18, &i64));
+    double in[3] = { 1.5, -2.0, 4.25 }, acc[3] = { 0.5, 0.5, 0.5 };
+    CHECK_MPI(MPI_Reduce_local(in, acc, 3, dbl, MPI_SUM));
+    CHECK(acc[0] == 2.0 && acc[1] == -1.5 && acc[2] == 4.75, "MPI_SUM in an f90 real: %g %g %g", acc[0], acc[1],
+          acc[2]);
+    long long out[2] = { 1LL << 40, -7 }, got[2] = { 0, 0 };
+    MPI_Status st;
+    CHECK_MPI(MPI_Sendrecv(out, 2, i64, 0, 5, got, 2, MPI_INT64_T, 0, 5, MPI_COMM_SELF, &st));
+    int count = -1;
+    CHECK_MPI(MPI_Get_count(&st, i64, &count));
+    CHECK(got[0] == out[0] && got[1] == out[1] && count == 2, "a message in an f90 integer: %lld %lld (%d)", got[0],
+          got[1], count);
+}
+
 static void check_value_index(void)
 {
     MPI_Datatype t;
@@ -247,6 +316,7 @@ int main(int argc, char **argv)
 
     check_errors();
     check_match_size();
+    check_f90();
     check_value_index();
     check_names();
 
