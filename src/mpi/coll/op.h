@@ -64,6 +64,15 @@ int hashi_op_is_commutative(MPI_Op op);
  */
 int hashi_op_reduce(MPI_Op op, const void *in, void *inout, MPI_Count count, MPI_Datatype type);
 
+/* The Fortran compiler's .TRUE. / .FALSE. for LOGICALs of 1, 2, 4, 8 and
+ * 16 bytes (index: log2 of the size), 1 and 0 unless a Fortran binding
+ * set them (MPI_Abi_set_fortran_booleans, fortran_abi.c). */
+struct hashi_fortran_logical {
+    int64_t true_value, false_value;
+    int set;
+};
+extern struct hashi_fortran_logical hashi_fortran_logicals[5];
+
 /* The kernel of a predefined op on a predefined basic type, or NULL
  * (op_kernels.c). */
 hashi_op_kernel_fn hashi_op_kernel(enum hashi_op_index op, MPI_Datatype basic_type);

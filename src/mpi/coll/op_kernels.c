@@ -67,6 +67,23 @@ __extension__ typedef unsigned __int128 hashi_u128;
     LOOP(bxor_##id, T, (T)(a ^ b))
 INTEGERS(INT_KERNELS)
 
+/* Fortran LOGICALs: a value is true unless it is .FALSE., and results are
+ * the compiler's .TRUE. / .FALSE. (1 and 0 unless a Fortran binding said
+ * otherwise through MPI_Abi_set_fortran_booleans; fortran_abi.c). */
+#define FORTRAN_TRUE(T, k) ((T)hashi_fortran_logicals[k].true_value)
+#define FORTRAN_FALSE(T, k) ((T)hashi_fortran_logicals[k].false_value)
+#define FLOGICAL_KERNELS(id, T, k)                                                                   \
+    LOOP(fland_##id, T, (a != FORTRAN_FALSE(T, k)) & (b != FORTRAN_FALSE(T, k)) ? FORTRAN_TRUE(T, k) \
+                                                                                : FORTRAN_FALSE(T, k)) \
+    LOOP(flor_##id, T, (a != FORTRAN_FALSE(T, k)) | (b != FORTRAN_FALSE(T, k)) ? FORTRAN_TRUE(T, k)  \
+                                                                               : FORTRAN_FALSE(T, k))  \
+    LOOP(flxor_##id, T, (a != FORTRAN_FALSE(T, k)) ^ (b != FORTRAN_FALSE(T, k)) ? FORTRAN_TRUE(T, k) \
+                                                                                : FORTRAN_FALSE(T, k))
+FLOGICAL_KERNELS(i8, int8_t, 0)
+FLOGICAL_KERNELS(i16, int16_t, 1)
+FLOGICAL_KERNELS(i32, int32_t, 2)
+FLOGICAL_KERNELS(i64, int64_t, 3)
+
 LOOP(land_bool, _Bool, a && b)
 LOOP(lor_bool, _Bool, a || b)
 LOOP(lxor_bool, _Bool, a != b)
@@ -176,7 +193,7 @@ static const struct type_entry types[] = {
 #ifdef HAVE_F128
     { MPI_COMPLEX32, COMPLEX, FLT_f128 },
 #endif
-    /* logical: C booleans, Fortran LOGICALs (any non-zero value is true) */
+    /* logical: C booleans, Fortran LOGICALs (true unless .FALSE.) */
     { MPI_C_BOOL, BOOL, 0 },
     { MPI_CXX_BOOL, BOOL, 0 },
     { MPI_LOGICAL, LOGICAL, ID_i32 },
@@ -218,6 +235,11 @@ static const hashi_op_kernel_fn complex_kernels[HASHI_OP_MAXLOC][FLT_IDS] = {
     [HASHI_OP_SUM] = FLT_ROW(sum_c), [HASHI_OP_PROD] = FLT_ROW(prod_c),
 };
 
+#define LOGICAL_ROW(op) { [ID_i8] = op##_i8, [ID_i16] = op##_i16, [ID_i32] = op##_i32, [ID_i64] = op##_i64 }
+static const hashi_op_kernel_fn logical_kernels[HASHI_OP_MAXLOC][INT_IDS] = {
+    [HASHI_OP_LAND] = LOGICAL_ROW(fland), [HASHI_OP_LOR] = LOGICAL_ROW(flor), [HASHI_OP_LXOR] = LOGICAL_ROW(flxor),
+};
+
 static hashi_op_kernel_fn family_kernel(const struct type_entry *e, enum hashi_op_index op)
 {
     switch (e->family) {
@@ -231,7 +253,7 @@ static hashi_op_kernel_fn family_kernel(const struct type_entry *e, enum hashi_o
     case COMPLEX:
         return complex_kernels[op][e->id];
     case LOGICAL:
-        return op == HASHI_OP_LAND || op == HASHI_OP_LOR || op == HASHI_OP_LXOR ? int_kernels[op][e->id] : NULL;
+        return op == HASHI_OP_LAND || op == HASHI_OP_LOR || op == HASHI_OP_LXOR ? logical_kernels[op][e->id] : NULL;
     case BOOL:
         return op == HASHI_OP_LAND ? land_bool : op == HASHI_OP_LOR ? lor_bool : op == HASHI_OP_LXOR ? lxor_bool : NULL;
     case BYTE:
