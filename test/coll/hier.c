@@ -1,6 +1,7 @@
 /*
  * Node-aware (two-level) collectives on communicators spanning several
- * (virtual) nodes: Barrier, Bcast, Reduce, Allreduce, Allgather in the blocking,
+ * (virtual) nodes: Barrier, Bcast, Reduce, Allreduce, Allgather, Gather,
+ * Scatter in the blocking,
  * nonblocking and persistent forms, every root, MPI_IN_PLACE, a strided
  * type (gaps untouched), a non-commutative user op, against serial
  * references, on MPI_COMM_WORLD, a duplicate, a split with the even ranks
@@ -16,6 +17,9 @@
  * must show, hier (the nodes first), flat (not) or any (no claim); then the
  * same for a duplicate with the hint hashi_coll_hier=off (default any). The node layout
  * is HASHI_VNODES' block distribution (node i: ranks [i n / k, (i + 1) n / k)).
+ * Gather and Scatter give the same results either way: the claim is checked
+ * on the MPI_T counters coll_hier_gathers / coll_hier_scatters instead
+ * (hier: some two-level runs were built on that communicator; flat: none).
  */
 #include "../util/check.h"
 
@@ -297,6 +301,86 @@ static void test_allgather(MPI_Comm comm, long count, int strided, int in_place,
     free(out);
 }
 
+/* Gather (scatter = 0) or Scatter of count ints a rank, root's side
+ * strided (gaps keep -1) or contiguous, in place at the root or not. */
+static void test_rooted(MPI_Comm comm, int scatter, long count, int strided, int in_place, int root, enum mode m)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    long len = (strided ? 2 : 1) * count * n, step = strided ? 2 : 1;
+    int *mine = malloc((size_t)count * sizeof *mine), *all = malloc((size_t)len * sizeof *all);
+    MPI_Datatype root_type = strided ? strided_int : MPI_INT;
+    int ip = in_place && r == root;
+    MPI_Request req = MPI_REQUEST_NULL;
+    for (int it = 0; it < iterations(m); it++) {
+        for (long i = 0; i < len; i++)
+            all[i] = strided && i % 2 ? -1 : -3;
+        for (long i = 0; i < count; i++)
+            mine[i] = scatter ? -3 : value(r, i, it);
+        if (scatter && r == root)
+            for (long e = 0; e < count * n; e++)
+                all[step * e] = value((int)(e / count), e % count, it);
+        if (ip && !scatter)
+            for (long i = 0; i < count; i++)
+                all[step * (r * count + i)] = value(r, i, it);
+        if (!scatter) {
+            const void *sb = ip ? MPI_IN_PLACE : mine;
+            if (m == BLOCKING)
+                CHECK_MPI(MPI_Gather_c(sb, count, MPI_INT, all, count, root_type, root, comm));
+            else if (m == NONBLOCKING)
+                CHECK_MPI(MPI_Igather_c(sb, count, MPI_INT, all, count, root_type, root, comm, &req));
+            else if (it == 0)
+                CHECK_MPI(MPI_Gather_init_c(sb, count, MPI_INT, all, count, root_type, root, comm, MPI_INFO_NULL,
+                                            &req));
+        } else {
+            void *rb = ip ? MPI_IN_PLACE : mine;
+            if (m == BLOCKING)
+                CHECK_MPI(MPI_Scatter_c(all, count, root_type, rb, count, MPI_INT, root, comm));
+            else if (m == NONBLOCKING)
+                CHECK_MPI(MPI_Iscatter_c(all, count, root_type, rb, count, MPI_INT, root, comm, &req));
+            else if (it == 0)
+                CHECK_MPI(MPI_Scatter_init_c(all, count, root_type, rb, count, MPI_INT, root, comm, MPI_INFO_NULL,
+                                             &req));
+        }
+        start(m, &req);
+        complete(m, &req);
+        const char *what = scatter ? "scatter" : "gather";
+        if (!scatter && r == root) {
+            for (long i = 0; i < len; i++) {
+                long e = strided ? i / 2 : i;
+                int want = strided && i % 2 ? -1 : value((int)(e / count), e % count, it);
+                CHECK(all[i] == want, "%s %s of %ld%s%s (root %d): [%ld] = %d, want %d", mode_name[m], what, count,
+                      strided ? " strided" : "", ip ? " in place" : "", root, i, all[i], want);
+            }
+        }
+        if (scatter && !ip) {
+            for (long i = 0; i < count; i++)
+                CHECK(mine[i] == value(r, i, it), "%s %s of %ld%s (root %d): [%ld] = %d, want %d", mode_name[m], what,
+                      count, strided ? " strided" : "", root, i, mine[i], value(r, i, it));
+        }
+    }
+    finish(m, &req);
+    free(mine);
+    free(all);
+}
+
+/* An MPI_T counter of this process (hier.c's coll_hier_*). */
+static unsigned long long pvar_read(const char *name)
+{
+    int index, count;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handle;
+    unsigned long long value = 0;
+    CHECK_MPI(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index));
+    CHECK_MPI(MPI_T_pvar_session_create(&session));
+    CHECK_MPI(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
+    CHECK_MPI(MPI_T_pvar_read(session, handle, &value));
+    CHECK_MPI(MPI_T_pvar_handle_free(session, &handle));
+    CHECK_MPI(MPI_T_pvar_session_free(&session));
+    return value;
+}
+
 /* The bracketing op over 2 elements (both must agree); root < 0: Allreduce. */
 static void test_tree(MPI_Comm comm, int root, enum mode m, enum expect e)
 {
@@ -358,6 +442,21 @@ static void battery(MPI_Comm comm, enum expect e)
         test_sum(comm, 5, 1, 0, -1, m);
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
             test_allgather(comm, counts[k] / 2 + 1, (int)k % 2, (int)(k / 2) % 2, m);
+        unsigned long long gathers = pvar_read("coll_hier_gathers"), scatters = pvar_read("coll_hier_scatters");
+        for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+            int big = counts[k] > 1000;
+            for (int root = 0; root < n; root += big ? n - 1 : 1) {
+                test_rooted(comm, 0, counts[k], (int)k % 2, root % 2, root, m);
+                test_rooted(comm, 1, counts[k], (int)(k + 1) % 2, (root + 1) % 2, root, m);
+            }
+        }
+        /* The counters are per process: every member builds its own. */
+        gathers = pvar_read("coll_hier_gathers") - gathers;
+        scatters = pvar_read("coll_hier_scatters") - scatters;
+        if (e != EXPECT_ANY)
+            CHECK(e == EXPECT_HIER ? gathers > 0 && scatters > 0 : gathers == 0 && scatters == 0,
+                  "%s: %llu two-level gathers and %llu scatters built, expected %s", mode_name[m], gathers, scatters,
+                  e == EXPECT_HIER ? "some" : "none");
         test_tree(comm, -1, m, e);
     }
 }
@@ -428,6 +527,8 @@ int main(int argc, char **argv)
     if (vnodes > n)
         vnodes = n;
 
+    int provided;
+    CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     CHECK_MPI(MPI_Type_contiguous(TREE_LEN, MPI_CHAR, &tree_type));
     CHECK_MPI(MPI_Type_commit(&tree_type));
     CHECK_MPI(MPI_Op_create(tree_fn, 0, &tree_op));
@@ -482,6 +583,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Type_free(&tree_type));
     CHECK_MPI(MPI_Type_free(&strided_int));
     printf("rank %d of %d ok\n", r, n);
+    CHECK_MPI(MPI_T_finalize());
     MPI_Finalize();
     return 0;
 }

@@ -142,13 +142,15 @@ enum hashi_coll_alg {
     HASHI_ALG_PAIRWISE,            /* reduce_scatter */
     HASHI_ALG_REDUCE_SCATTERV,     /* reduce_scatter: reduce to rank 0, then scatter */
     HASHI_ALG_DISSEMINATION,       /* barrier */
-    HASHI_ALG_HIER,                /* barrier, bcast, reduce, allreduce, allgather: node-aware (hier.c) */
+    HASHI_ALG_HIER,                /* barrier, bcast, reduce, allreduce, allgather, gather, scatter:
+                                      node-aware (hier.c) */
     HASHI_ALG_FLAT,                /* allgather: one of its flat algorithms (coll_data.h) is named */
 };
 
 enum hashi_alg_choice_for {
     HASHI_CHOOSE_BCAST, HASHI_CHOOSE_REDUCE, HASHI_CHOOSE_ALLREDUCE, HASHI_CHOOSE_REDUCE_SCATTER,
-    HASHI_CHOOSE_BARRIER, HASHI_CHOOSE_ALLGATHER,
+    HASHI_CHOOSE_BARRIER, HASHI_CHOOSE_ALLGATHER, HASHI_CHOOSE_GATHER, HASHI_CHOOSE_SCATTER,
+    HASHI_CHOOSE_KINDS
 };
 
 /* HASHI_COLL_BCAST_SEGMENT / _FANOUT in range: 0, else -1 and err says
@@ -236,6 +238,12 @@ int hashi_coll_hier_allreduce(struct hashi_sched *s, const void *sendbuf, void *
                               MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c);
 int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                               void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, struct MPI_ABI_Comm *c);
+int hashi_coll_hier_gather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                           void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root, struct MPI_ABI_Comm *c);
+int hashi_coll_hier_scatter(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                            void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root, struct MPI_ABI_Comm *c);
+/* The counters of two-level runs as MPI_T performance variables (MPI_Init). */
+void hashi_coll_hier_pvars_register(void);
 
 /* ---- schedule builders (one per algorithm family; no argument checks) ---- */
 

@@ -130,6 +130,9 @@ int hashi_coll_alltoall_window(void);
 int hashi_coll_build_gather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
                             MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
                             MPI_Datatype rtype, int root);
+int hashi_coll_build_scatter(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                             MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                             MPI_Datatype rtype, int root);
 int hashi_coll_build_allgather(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
                                MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
                                const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype);

@@ -142,11 +142,14 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
     if (!c)
         return rc;
 
-    struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s)
-        rc = is_v ? gather_linear(s, c, &a, blk)
-                  : hashi_coll_build_gather(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
+    if (s && is_v) {
+        struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
+        rc = gather_linear(s, c, &a, blk);
+    } else if (s && (rc = hashi_coll_hier_gather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
+                        HASHI_COLL_FLAT) {
+        rc = hashi_coll_build_gather(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
+    }
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

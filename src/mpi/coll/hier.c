@@ -25,6 +25,8 @@
 #include "mpi/coll/coll.h"
 #include "mpi/coll/coll_data.h"
 #include "mpi/comm.h"
+#include "runtime/params.h"
+#include "runtime/pvar.h"
 #include "runtime/rt.h"
 
 #include <stdio.h>
@@ -302,6 +304,14 @@ static int phase_gather(struct hashi_sched *s, struct MPI_ABI_Comm *sub, const v
                              : MPI_ERR_NO_MEM);
 }
 
+static int phase_scatter(struct hashi_sched *s, struct MPI_ABI_Comm *sub, const void *sendbuf, MPI_Count scount,
+                         MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root)
+{
+    struct hashi_sched *x = hashi_sched_create(sub);
+    return add_phase(s, x, x ? hashi_coll_build_scatter(x, sub, sendbuf, scount, stype, recvbuf, rcount, rtype, root)
+                             : MPI_ERR_NO_MEM);
+}
+
 /* In place: every member's block is already at displs[i] of recvbuf. */
 static int phase_allgatherv(struct hashi_sched *s, struct MPI_ABI_Comm *sub, void *recvbuf, const MPI_Count counts[],
                             const MPI_Aint displs[], MPI_Datatype rtype)
@@ -338,6 +348,10 @@ static inline int surely_flat(const struct MPI_ABI_Comm *c)
     return c->size < 3 || c->coll_state == &flat_layout;
 }
 
+/* Two-level algorithms built, by collective: MPI_T performance variables
+ * (hashi_coll_hier_pvars_register), what the tests read to know the path. */
+static uint64_t hier_built[HASHI_CHOOSE_KINDS];
+
 static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct MPI_ABI_Comm *c, size_t bytes,
                                       int commutative, int *rc)
 {
@@ -345,8 +359,41 @@ static struct hashi_coll_hier *chosen(enum hashi_alg_choice_for coll, struct MPI
                                          [HASHI_CHOOSE_ALLREDUCE] = "MPI_Allreduce",
                                          [HASHI_CHOOSE_REDUCE_SCATTER] = "MPI_Reduce_scatter",
                                          [HASHI_CHOOSE_BARRIER] = "MPI_Barrier",
-                                         [HASHI_CHOOSE_ALLGATHER] = "MPI_Allgather" };
-    return hashi_coll_hier_select(coll, c, names[coll], bytes, commutative, rc);
+                                         [HASHI_CHOOSE_ALLGATHER] = "MPI_Allgather",
+                                         [HASHI_CHOOSE_GATHER] = "MPI_Gather",
+                                         [HASHI_CHOOSE_SCATTER] = "MPI_Scatter" };
+    struct hashi_coll_hier *h = hashi_coll_hier_select(coll, c, names[coll], bytes, commutative, rc);
+    if (h)
+        hier_built[coll]++;
+    return h;
+}
+
+void hashi_coll_hier_pvars_register(void)
+{
+    static const struct hashi_pvar vars[] = {
+        { "coll_hier_barriers", "hashi_coll", "node-aware (two-level) MPI_Barrier runs built",
+          &hier_built[HASHI_CHOOSE_BARRIER] },
+        { "coll_hier_bcasts", "hashi_coll", "node-aware MPI_Bcast runs built", &hier_built[HASHI_CHOOSE_BCAST] },
+        { "coll_hier_reduces", "hashi_coll", "node-aware MPI_Reduce runs built", &hier_built[HASHI_CHOOSE_REDUCE] },
+        { "coll_hier_allreduces", "hashi_coll", "node-aware MPI_Allreduce runs built",
+          &hier_built[HASHI_CHOOSE_ALLREDUCE] },
+        { "coll_hier_allgathers", "hashi_coll", "node-aware MPI_Allgather runs built",
+          &hier_built[HASHI_CHOOSE_ALLGATHER] },
+        { "coll_hier_gathers", "hashi_coll", "node-aware MPI_Gather runs built", &hier_built[HASHI_CHOOSE_GATHER] },
+        { "coll_hier_scatters", "hashi_coll", "node-aware MPI_Scatter runs built",
+          &hier_built[HASHI_CHOOSE_SCATTER] },
+    };
+    /* Out of memory: the counters run on, unseen by tools. */
+    (void)hashi_pvar_register(vars, (int)(sizeof vars / sizeof vars[0]));
+}
+
+/* Blocks below the rooted collective's long threshold only, unless the
+ * two-level algorithm is asked for by name: for large blocks the flat
+ * linear algorithm moves each block once, the two levels twice. */
+static int small_blocks(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c, size_t blk)
+{
+    enum hashi_param_id long_param = coll == HASHI_CHOOSE_GATHER ? HASHI_P_COLL_GATHER_LONG : HASHI_P_COLL_SCATTER_LONG;
+    return blk < (size_t)hashi_param_int(long_param) || hashi_coll_hier_forced(coll, c);
 }
 
 int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
@@ -506,4 +553,95 @@ int hashi_coll_hier_allgather(struct hashi_sched *s, const void *sendbuf, MPI_Co
     if (rc == MPI_SUCCESS)
         rc = phase_bcast(s, h->local, recvbuf, n * rcount, rtype, 0);
     return rc;
+}
+
+/*
+ * Gather and Scatter on two levels (always in a schedule s on c: the rooted
+ * collectives build one schedule for every form). Every node's members must
+ * be consecutive ranks, so that a node's blocks are one range of the root's
+ * buffer. Off the root's node, a node's blocks meet at its leader, packed
+ * (`blk` bytes each), and go between the leader and the root in one message
+ * on c; on the root's node the node-local collective runs from or to the
+ * root itself, in place in its buffer.
+ */
+static size_t one_block(const struct MPI_ABI_Comm *c, int root, MPI_Count root_count, MPI_Datatype root_type,
+                        MPI_Count count, MPI_Datatype type)
+{
+    /* The root's side and everybody else's are one signature. */
+    return c->rank == root ? (size_t)hashi_type_bytes(hashi_type_get(root_type), root_count)
+                           : (size_t)hashi_type_bytes(hashi_type_get(type), count);
+}
+
+int hashi_coll_hier_gather(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                           void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root, struct MPI_ABI_Comm *c)
+{
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
+    int rc, me = c->rank;
+    size_t blk = one_block(c, root, rcount, rtype, scount, stype);
+    if (blk == 0 || !small_blocks(HASHI_CHOOSE_GATHER, c, blk))
+        return HASHI_COLL_FLAT;
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_GATHER, c, blk * (size_t)c->size, 0, &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    int root_node = h->node_of[root], my_node = h->node_of[me], local_rank = h->local_rank_of[me];
+    MPI_Aint rblk = me == root ? rcount * hashi_type_extent(hashi_type_get(rtype)) : 0;
+    char *stage = NULL;
+    if (my_node == root_node) {
+        rc = phase_gather(s, h->local, sendbuf, scount, stype,
+                          me == root ? (char *)recvbuf + h->node_first[root_node] * rblk : NULL, rcount, rtype,
+                          h->local_rank_of[root]);
+    } else {
+        if (local_rank == 0 && !(stage = hashi_sched_scratch(s, (size_t)h->node_size[my_node] * blk)))
+            return MPI_ERR_NO_MEM;
+        rc = phase_gather(s, h->local, sendbuf, scount, stype, stage, (MPI_Count)blk, MPI_BYTE, 0);
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (me == root) {
+        for (int k = 0; k < h->nodes && rc == MPI_SUCCESS; k++)
+            if (k != root_node)
+                rc = hashi_sched_recv(s, (char *)recvbuf + h->node_first[k] * rblk, h->node_size[k] * rcount, rtype,
+                                      h->node_first[k]);
+    } else if (stage) {
+        rc = hashi_sched_send(s, stage, (MPI_Count)((size_t)h->node_size[my_node] * blk), MPI_BYTE, root);
+    }
+    return rc == MPI_SUCCESS ? hashi_sched_fence(s) : rc;
+}
+
+int hashi_coll_hier_scatter(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                            void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root, struct MPI_ABI_Comm *c)
+{
+    if (surely_flat(c))
+        return HASHI_COLL_FLAT;
+    int rc, me = c->rank;
+    size_t blk = one_block(c, root, scount, stype, rcount, rtype);
+    if (blk == 0 || !small_blocks(HASHI_CHOOSE_SCATTER, c, blk))
+        return HASHI_COLL_FLAT;
+    struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_SCATTER, c, blk * (size_t)c->size, 0, &rc);
+    if (!h)
+        return rc == MPI_SUCCESS ? HASHI_COLL_FLAT : rc;
+    int root_node = h->node_of[root], my_node = h->node_of[me], local_rank = h->local_rank_of[me];
+    MPI_Aint sblk = me == root ? scount * hashi_type_extent(hashi_type_get(stype)) : 0;
+    char *stage = NULL;
+    rc = MPI_SUCCESS;
+    if (me == root) {
+        for (int k = 0; k < h->nodes && rc == MPI_SUCCESS; k++)
+            if (k != root_node)
+                rc = hashi_sched_send(s, (const char *)sendbuf + h->node_first[k] * sblk, h->node_size[k] * scount,
+                                      stype, h->node_first[k]);
+    } else if (my_node != root_node && local_rank == 0) {
+        size_t bytes = (size_t)h->node_size[my_node] * blk;
+        if (!(stage = hashi_sched_scratch(s, bytes)))
+            return MPI_ERR_NO_MEM;
+        rc = hashi_sched_recv(s, stage, (MPI_Count)bytes, MPI_BYTE, root);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (my_node == root_node)
+        return phase_scatter(s, h->local, me == root ? (const char *)sendbuf + h->node_first[root_node] * sblk : NULL,
+                             scount, stype, recvbuf, rcount, rtype, h->local_rank_of[root]);
+    return phase_scatter(s, h->local, stage, (MPI_Count)blk, MPI_BYTE, recvbuf, rcount, rtype, 0);
 }

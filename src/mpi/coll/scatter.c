@@ -115,6 +115,22 @@ static int scatter_linear(struct hashi_sched *s, const struct MPI_ABI_Comm *c, c
     return rc;
 }
 
+int hashi_coll_build_scatter(struct hashi_sched *s, const struct MPI_ABI_Comm *c, const void *sendbuf,
+                             MPI_Count scount, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                             MPI_Datatype rtype, int root)
+{
+    struct scatter_args a = { sendbuf, scount, NULL, NULL, stype, recvbuf, rcount, rtype, root };
+    /* One block's bytes: the same on every rank (the root's send side, the
+     * others' receive side: one signature). */
+    size_t blk = (size_t)(c->rank == root ? hashi_type_bytes(hashi_type_get(stype), scount)
+                                          : hashi_type_bytes(hashi_type_get(rtype), rcount));
+    if (blk == 0)
+        return MPI_SUCCESS;
+    if (hashi_coll_scatter_alg(c, blk) == HASHI_ROOTED_BINOMIAL)
+        return scatter_binomial(s, c, &a, blk);
+    return scatter_linear(s, c, &a, blk);
+}
+
 static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount,
                    const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype, void *recvbuf,
                    MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -127,17 +143,13 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
     if (!c)
         return rc;
 
-    struct scatter_args a = { sendbuf, scount, is_v ? scounts : NULL, displs, stype, recvbuf, rcount, rtype, root };
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s) {
-        if (is_v)
-            rc = scatter_linear(s, c, &a, blk);
-        else if (blk == 0)
-            rc = MPI_SUCCESS;
-        else if (hashi_coll_scatter_alg(c, blk) == HASHI_ROOTED_BINOMIAL)
-            rc = scatter_binomial(s, c, &a, blk);
-        else
-            rc = scatter_linear(s, c, &a, blk);
+    if (s && is_v) {
+        struct scatter_args a = { sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root };
+        rc = scatter_linear(s, c, &a, blk);
+    } else if (s && (rc = hashi_coll_hier_scatter(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
+                        HASHI_COLL_FLAT) {
+        rc = hashi_coll_build_scatter(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
     }
     return hashi_coll_call_finish(call, comm, s, rc);
 }

@@ -100,12 +100,16 @@ static enum hashi_coll_alg override(const struct MPI_ABI_Comm *c, enum hashi_alg
         [HASHI_CHOOSE_REDUCE_SCATTER] = "hashi_coll_reduce_scatter",
         [HASHI_CHOOSE_BARRIER] = "hashi_coll_barrier",
         [HASHI_CHOOSE_ALLGATHER] = "hashi_coll_allgather",
+        [HASHI_CHOOSE_GATHER] = "hashi_coll_gather",
+        [HASHI_CHOOSE_SCATTER] = "hashi_coll_scatter",
     };
     const char *v = c->info ? hashi_info_value(c->info, keys[coll]) : NULL;
-    if (coll == HASHI_CHOOSE_ALLGATHER) {
-        /* Its flat algorithms are the data-movement selector's. */
+    if (coll == HASHI_CHOOSE_ALLGATHER || coll == HASHI_CHOOSE_GATHER || coll == HASHI_CHOOSE_SCATTER) {
+        /* Their flat algorithms are the data-movement selector's. */
         if (!v || strcmp(v, "auto") == 0)
-            v = hashi_param_str(HASHI_P_COLL_ALLGATHER);
+            v = hashi_param_str(coll == HASHI_CHOOSE_ALLGATHER ? HASHI_P_COLL_ALLGATHER
+                                : coll == HASHI_CHOOSE_GATHER  ? HASHI_P_COLL_GATHER
+                                                               : HASHI_P_COLL_SCATTER);
         return strcmp(v, "hier") == 0 ? HASHI_ALG_HIER : strcmp(v, "auto") == 0 ? HASHI_ALG_AUTO : HASHI_ALG_FLAT;
     }
     enum hashi_coll_alg alg = v ? alg_named(v) : HASHI_ALG_AUTO;
@@ -117,7 +121,10 @@ static enum hashi_coll_alg override(const struct MPI_ABI_Comm *c, enum hashi_alg
     case HASHI_CHOOSE_ALLREDUCE: return conf.allreduce;
     case HASHI_CHOOSE_REDUCE_SCATTER: return conf.reduce_scatter;
     case HASHI_CHOOSE_BARRIER: return conf.barrier;
-    case HASHI_CHOOSE_ALLGATHER: break;
+    case HASHI_CHOOSE_ALLGATHER:
+    case HASHI_CHOOSE_GATHER:
+    case HASHI_CHOOSE_SCATTER:
+    case HASHI_CHOOSE_KINDS: break;
     }
     return HASHI_ALG_AUTO;
 }
@@ -150,7 +157,10 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
     case HASHI_CHOOSE_BARRIER:
         return HASHI_ALG_DISSEMINATION;
     case HASHI_CHOOSE_ALLGATHER:
-        return HASHI_ALG_FLAT;   /* hashi_coll_allgather_alg chooses */
+    case HASHI_CHOOSE_GATHER:
+    case HASHI_CHOOSE_SCATTER:
+    case HASHI_CHOOSE_KINDS:
+        return HASHI_ALG_FLAT;   /* hashi_coll_allgather_alg / _gather_alg / _scatter_alg choose */
     case HASHI_CHOOSE_BCAST:
         if (alg == HASHI_ALG_AUTO)
             alg = bytes >= conf.bcast_long && n >= 3 ? HASHI_ALG_SCATTER_ALLGATHER : HASHI_ALG_BINOMIAL;
