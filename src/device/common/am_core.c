@@ -1511,8 +1511,12 @@ static int am_prepare(struct MPI_ABI_Request *req, int is_send)
     p->peer = -1;
     LIST_INSERT_HEAD(&prepared_list, p, link);
     req->dev_prepared = p;
-    if (peer >= 0 && req->dev_bytes > core.peers[peer].eager_limit)
-        prepared_register(p, peer);   /* on failure, the first rendezvous tries again */
+    /* The key now only where every rendezvous will send it: a sender's RTS,
+     * a receiver's CTS (not from peers read by get only, whose receivers
+     * never offer their buffer). On failure the first rendezvous tries again. */
+    if (peer >= 0 && req->dev_bytes > core.peers[peer].eager_limit &&
+        (is_send ? core.use_get : core.use_put && !core.peers[peer].get_only))
+        prepared_register(p, peer);
     return MPI_SUCCESS;
 }
 
