@@ -1496,9 +1496,8 @@ static int prepare_worth(int is_send, size_t len, int peer)
     return 0;
 }
 
-/* psend_init / precv_init: prepare req's buffer (the key is made now when
- * the peer is known and every message to it is a rendezvous, else at its
- * first rendezvous). Nothing to prepare is a success too. */
+/* psend_init / precv_init: prepare req's buffer, registered now or at its
+ * first rendezvous (below). Nothing to prepare is a success too. */
 static int am_prepare(struct MPI_ABI_Request *req, int is_send)
 {
     int peer = req->dest_world;
