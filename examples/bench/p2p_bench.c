@@ -7,6 +7,10 @@
  *   p2p_bench bibw    [max_bytes]   windows both ways at once (MB/s)
  *   p2p_bench mrate   [max_bytes]   messages per second, window of 64
  *   p2p_bench paper   [max_bytes]   DIMMnet paper's ping-pong: Irecv, Barrier, Send, Wait
+ *   p2p_bench plat    [max_bytes]   ping-pong with persistent requests made once per size
+ *                                   (Start of the receive, then of the send, Waitall)
+ *   p2p_bench pbw     [max_bytes]   the bw window with 64 persistent sends and receives
+ *                                   made once per size, one Startall per window
  *   p2p_bench part    [max_bytes]   MPI-4 partitioned ping-pong, 8 partitions of `size`
  *                                   bytes each way: time per epoch (us), half the round
  *                                   trip (a fourth argument: the partitions)
@@ -96,6 +100,63 @@ static double window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters, 
     return (MPI_Wtime() - t0) / iters;
 }
 
+/* Persistent ping-pong: each side starts its receive, then (rank 0 at once,
+ * rank 1 once the message is in) its send; half the round trip (us). */
+static double persistent_latency(char *sbuf, char *rbuf, size_t bytes, int rank, int iters)
+{
+    MPI_Request reqs[2];
+    int other = 1 - rank;
+    MPI_Recv_init(rbuf, (int)bytes, MPI_CHAR, other, 1, pair, &reqs[0]);
+    MPI_Send_init(sbuf, (int)bytes, MPI_CHAR, other, 1, pair, &reqs[1]);
+    int warm = iters / 10 + 1;
+    double t0 = 0;
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            MPI_Barrier(pair);
+            t0 = MPI_Wtime();
+        }
+        MPI_Start(&reqs[0]);
+        if (rank == 1)
+            MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+        MPI_Start(&reqs[1]);
+        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    }
+    double t = (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+    MPI_Request_free(&reqs[0]);
+    MPI_Request_free(&reqs[1]);
+    return t;
+}
+
+/* The bw window with persistent requests: seconds per window. */
+static double persistent_window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters)
+{
+    MPI_Request reqs[WINDOW];
+    for (int w = 0; w < WINDOW; w++) {
+        if (rank == 1)
+            MPI_Recv_init(rbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 0, 2, pair, &reqs[w]);
+        else
+            MPI_Send_init(sbuf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1, 2, pair, &reqs[w]);
+    }
+    int warm = iters / 10 + 1;
+    double t0 = 0;
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            MPI_Barrier(pair);
+            t0 = MPI_Wtime();
+        }
+        MPI_Startall(WINDOW, reqs);
+        MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+        if (rank == 0)
+            MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, pair, MPI_STATUS_IGNORE);
+        else
+            MPI_Send(NULL, 0, MPI_CHAR, 0, 3, pair);
+    }
+    double t = (MPI_Wtime() - t0) / iters;
+    for (int w = 0; w < WINDOW; w++)
+        MPI_Request_free(&reqs[w]);
+    return t;
+}
+
 /* Partitioned ping-pong: persistent requests both ways, made once; rank 1
  * readies its partitions once rank 0's epoch is in. Per epoch: half. */
 static int PART_N = 8;   /* part: argv[4] */
@@ -152,7 +213,8 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "p2p_bench needs at least 2 ranks, and a partner of rank 0 among them\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int is_window = strcmp(mode, "bw") == 0 || strcmp(mode, "bibw") == 0 || strcmp(mode, "mrate") == 0;
+    int is_window = strcmp(mode, "bw") == 0 || strcmp(mode, "bibw") == 0 || strcmp(mode, "mrate") == 0 ||
+                    strcmp(mode, "pbw") == 0;
     int is_part = strcmp(mode, "part") == 0;
     if (is_part && !HAVE_PARTITIONED) {
         if (rank == 0)
@@ -175,7 +237,7 @@ int main(int argc, char **argv)
     } else {
         MPI_Comm_rank(pair, &rank);
         if (rank == 0) {
-            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0)
+            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0 || strcmp(mode, "plat") == 0)
                 printf("# %s\n# %-10s %12s\n", mode, "Size", "Latency(us)");
             else if (is_part)
                 printf("# %s: %d partitions of Size bytes\n# %-10s %12s\n", mode, PART_N, "Size", "Epoch(us)");
@@ -189,6 +251,11 @@ int main(int argc, char **argv)
             double value;
             if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0) {
                 value = latency(sbuf, bytes, rank, iterations(bytes, 10000), strcmp(mode, "paper") == 0);
+            } else if (strcmp(mode, "plat") == 0) {
+                value = persistent_latency(sbuf, rbuf, bytes, rank, iterations(bytes, 10000));
+            } else if (strcmp(mode, "pbw") == 0) {
+                if (bytes == 0) continue;
+                value = WINDOW * (double)bytes / persistent_window(sbuf, rbuf, bytes, rank, iterations(bytes, 200)) / 1e6;
             } else if (is_part) {
                 if (bytes == 0) continue;
                 value = part_epoch(sbuf, rbuf, bytes, rank, iterations(bytes * (size_t)PART_N, 5000));

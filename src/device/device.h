@@ -106,6 +106,25 @@ struct hashi_device_p2p_ops {
      */
     int (*send_now)(const void *buf, size_t bytes, int dest_world, int tag, uint32_t context_id,
                     int my_comm_rank);
+    /*
+     * Optional persistent point-to-point (all three or none; NULL: every
+     * MPI_Start is an isend / irecv with nothing prepared). psend_init runs
+     * once at MPI_Send_init / Ssend_init / Rsend_init, precv_init at
+     * MPI_Recv_init, on a request filled as isend / irecv will see it
+     * (dev_buf, dev_bytes, dest_world, envelope or match; never
+     * MPI_PROC_NULL, never buffered mode). The device may prepare what does
+     * not depend on the message's match (register dev_buf, which the user
+     * keeps for the request's life) and keep it in req->dev_prepared; every
+     * MPI_Start then calls isend / irecv as usual, which use it, so matching
+     * and protocol choice stay per message (an ANY_SOURCE receive matches in
+     * posting order with every other receive). MPI_SUCCESS (prepared, or
+     * nothing worth preparing) or an error class, which fails the _init
+     * call. pfree releases req->dev_prepared when the request is destroyed:
+     * after MPI_Request_free and the completion of its last start.
+     */
+    int (*psend_init)(struct MPI_ABI_Request *req);
+    int (*precv_init)(struct MPI_ABI_Request *req);
+    void (*pfree)(struct MPI_ABI_Request *req);
     /* Advance communication; returns how many events it handled (0: idle). */
     int (*progress)(void);
     /* The largest message the device sends eagerly (standard mode completes locally). */

@@ -117,6 +117,11 @@ struct MPI_ABI_Request {
     MPI_Grequest_free_function *greq_free;
     MPI_Grequest_cancel_function *greq_cancel;
 
+    /* Persistent point-to-point: what the device prepared at MPI_Send_init /
+     * MPI_Recv_init (p2p.psend_init / precv_init) for every start; released
+     * by p2p.pfree when the request is destroyed. NULL: nothing prepared. */
+    void *dev_prepared;
+
     struct MPI_ABI_Request *next_free;
     _Alignas(16) unsigned char dev[HASHI_DEVICE_REQ_BYTES];
 };

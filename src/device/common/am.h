@@ -243,6 +243,10 @@ extern uint64_t hashi_am_busy_pulls;
  */
 int hashi_am_core_set_bidir_pull(int peer, size_t min_bytes);
 extern uint64_t hashi_am_bidir_pulls;
+/* Persistent requests (the core's psend_init / precv_init): registrations
+ * made for them (once per request and peer), and rendezvous that used one
+ * instead of registering the buffer for the message (device statistics). */
+extern uint64_t hashi_am_prepared_regs, hashi_am_regs_saved;
 /*
  * Pull-now messages (busy or bidirectional, below) that arrived before their
  * receive wait unread: the receive that matches one reads it into its own

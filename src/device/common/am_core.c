@@ -41,6 +41,11 @@
  * if the envelope matches and puts the data straight into the buffer, the
  * last piece carrying ANN_DONE (cookie: the receive) as its notice; message
  * k arrives that way, with no RTS. See "receive-first announcements" below.
+ *
+ * Persistent requests (psend_init / precv_init): the buffer is registered
+ * once for the request's life, and every rendezvous of its starts (the
+ * RTS's key, the CTS's, an announcement's) uses that key; matching and the
+ * choice of protocol stay per message. See "persistent requests" below.
  */
 #include "device/common/am.h"
 #include "device/common/cookie.h"
@@ -238,6 +243,68 @@ static struct am_core {
 
 struct hashi_device_p2p_ops hashi_am_p2p_ops;
 uint64_t hashi_am_busy_pulls, hashi_am_bidir_pulls;
+uint64_t hashi_am_prepared_regs, hashi_am_regs_saved;
+
+/* ---------------------------------------------------- persistent requests */
+
+/*
+ * A persistent request's buffer, registered once for the peer it talks to
+ * and kept in req->dev_prepared until pfree (the user keeps the buffer for
+ * the request's life; its contents may change between starts, which a
+ * registration does not care about). Every rendezvous of its starts takes
+ * this key instead of registering the buffer for one message (buf_reg). A
+ * receive from MPI_ANY_SOURCE registers at its first rendezvous, and again
+ * when one comes from another peer: keys are per peer. Only the buffer is
+ * prepared: matching and the protocol stay per message. All are listed so
+ * that finalize releases those the program never freed.
+ */
+struct am_prepared {
+    LIST_ENTRY(am_prepared) link;
+    struct MPI_ABI_Request *req;
+    void *mem;              /* the registration (NULL: none yet) */
+    int peer;               /* the world rank rkey is for */
+    unsigned char rkey[HASHI_AM_RKEY_MAX];
+};
+static LIST_HEAD(, am_prepared) prepared_list = LIST_HEAD_INITIALIZER(prepared_list);
+
+/* (Re)register p's buffer for peer. 0, or -1 (p stays unregistered). */
+static int prepared_register(struct am_prepared *p, int peer)
+{
+    if (p->mem)
+        core.am->mem_dereg(p->mem);
+    p->mem = NULL;
+    if (core.am->mem_reg(p->req->dev_buf, p->req->dev_bytes, peer, &p->mem, p->rkey) != 0) {
+        p->mem = NULL;
+        return -1;
+    }
+    p->peer = peer;
+    hashi_am_prepared_regs++;
+    return 0;
+}
+
+/* Register len bytes of req's buffer for peer, writing the key to rkey: a
+ * persistent request's own registration, else one for this message. 0, or -1. */
+static int buf_reg(struct MPI_ABI_Request *req, size_t len, int peer, void **mem, void *rkey)
+{
+    struct am_prepared *p = req->dev_prepared;
+    if (!p)
+        return core.am->mem_reg(req->dev_buf, len, peer, mem, rkey);
+    if (p->mem && p->peer == peer)
+        hashi_am_regs_saved++;
+    else if (prepared_register(p, peer) != 0)
+        return -1;
+    memcpy(rkey, p->rkey, core.am->rkey_size);
+    *mem = p->mem;
+    return 0;
+}
+
+/* Release a registration buf_reg made: a persistent request keeps its own. */
+static void buf_dereg(struct MPI_ABI_Request *req, void *mem)
+{
+    const struct am_prepared *p = req->dev_prepared;
+    if (!p || p->mem != mem)
+        core.am->mem_dereg(mem);
+}
 
 /* Why an RTS asks its receiver to read the message on arrival (send_rts). */
 enum pull_why { PULL_NO, PULL_BUSY, PULL_BIDIR };
@@ -306,7 +373,7 @@ static void complete_send(struct MPI_ABI_Request *req)
     if (s->cookie)
         hashi_cookie_free(&core.cookies, s->cookie);
     if (s->mem)
-        core.am->mem_dereg(s->mem);
+        buf_dereg(req, s->mem);
     if (s->rndv)
         core.peers[req->dest_world].rndv_out--;
     s->rndv = 0;
@@ -366,7 +433,7 @@ static void complete_recv(struct MPI_ABI_Request *req)
     if (r->mem) {
         /* Offered to the sender's put: its bytes came in by the peer's own
          * single-copy write. */
-        core.am->mem_dereg(r->mem);
+        buf_dereg(req, r->mem);
         hashi_vg_written_by_peer(req->dev_buf, r->want);
     }
     r->cookie = 0;
@@ -446,13 +513,13 @@ static int rndv_put_offer(struct MPI_ABI_Request *req, uint64_t from)
         .type = AM_CTS, .rkey_len = (uint8_t)core.am->rkey_size, .src_world = hashi_job.rank,
         .cookie = r->peer_cookie, .size = r->want,
     };
-    if (core.am->mem_reg(req->dev_buf, r->want, r->peer_world, &r->mem, wire + sizeof h) != 0) {
+    if (buf_reg(req, r->want, r->peer_world, &r->mem, wire + sizeof h) != 0) {
         r->mem = NULL;
         return -1;
     }
     r->cookie = hashi_cookie_new(&core.cookies, req);
     if (!r->cookie) {
-        core.am->mem_dereg(r->mem);
+        buf_dereg(req, r->mem);
         r->mem = NULL;
         return -1;
     }
@@ -1032,7 +1099,7 @@ static void ann_drop(struct am_peer *peer)
     if (r->cookie)
         hashi_cookie_free(&core.cookies, r->cookie);
     r->cookie = 0;
-    core.am->mem_dereg(peer->ann_mem);
+    buf_dereg(peer->ann_req, peer->ann_mem);
     peer->ann_mem = NULL;
     peer->ann_req = NULL;
 }
@@ -1054,13 +1121,13 @@ static __attribute__((noinline)) void maybe_announce(struct MPI_ABI_Request *req
         .seq = peer->recv_seq, .capacity = req->dev_bytes,
     };
     void *mem;
-    if (core.am->mem_reg(req->dev_buf, req->dev_bytes, src, &mem, a.rkey) != 0)
+    if (buf_reg(req, req->dev_bytes, src, &mem, a.rkey) != 0)
         return;
     a.cookie = hashi_cookie_new(&core.cookies, req);
     if (!a.cookie || core.ann->publish(src, &a) != 0) {
         if (a.cookie)
             hashi_cookie_free(&core.cookies, a.cookie);
-        core.am->mem_dereg(mem);
+        buf_dereg(req, mem);
         return;
     }
     r->cookie = a.cookie;
@@ -1241,7 +1308,7 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
     size_t hdr_len = sizeof *h;
     s->waiting = WAIT_CTS;
     h->rkey_len = 0;
-    if (core.use_get && core.am->mem_reg(req->dev_buf, h->size, req->dest_world, &s->mem, wire + sizeof *h) == 0) {
+    if (core.use_get && buf_reg(req, h->size, req->dest_world, &s->mem, wire + sizeof *h) == 0) {
         h->rkey_len = (uint8_t)core.am->rkey_size;
         hdr_len += core.am->rkey_size;
         s->waiting = WAIT_FIN;
@@ -1253,7 +1320,7 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
     s->cookie = hashi_cookie_new(&core.cookies, req);
     if (!s->cookie) {
         if (s->mem)
-            core.am->mem_dereg(s->mem);
+            buf_dereg(req, s->mem);
         s->mem = NULL;
         return MPI_ERR_NO_MEM;
     }
@@ -1266,7 +1333,7 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
     if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
         peer->send_seq--;
         if (s->mem)
-            core.am->mem_dereg(s->mem);
+            buf_dereg(req, s->mem);
         s->mem = NULL;
         hashi_cookie_free(&core.cookies, s->cookie);
         s->cookie = 0;
@@ -1409,6 +1476,75 @@ static int am_irecv(struct MPI_ABI_Request *req)
     return MPI_SUCCESS;
 }
 
+/* Whether a persistent request of len bytes with peer (world rank, -1: any)
+ * may ever register its buffer: a rendezvous (above an eager limit), or as
+ * a sender, an eager message the receiver reads (busy or bidirectional pull). */
+static int prepare_worth(int is_send, size_t len, int peer)
+{
+    if (!(core.use_get || core.use_put) || len == 0)
+        return 0;
+    if (peer >= 0) {
+        const struct am_peer *pp = &core.peers[peer];
+        if (len > pp->eager_limit)
+            return 1;
+        return is_send && ((core.busy_pull_min && len >= core.busy_pull_min) ||
+                           (pp->bidir_pull_min && len >= pp->bidir_pull_min));
+    }
+    for (int i = 0; i < core.npeers; i++)
+        if (len > core.peers[i].eager_limit)
+            return 1;
+    return 0;
+}
+
+/* psend_init / precv_init: prepare req's buffer, registered now or at its
+ * first rendezvous (below). Nothing to prepare is a success too. */
+static int am_prepare(struct MPI_ABI_Request *req, int is_send)
+{
+    int peer = req->dest_world;
+    if (peer >= core.npeers || !prepare_worth(is_send, req->dev_bytes, peer))
+        return MPI_SUCCESS;
+    struct am_prepared *p = calloc(1, sizeof *p);
+    if (!p)
+        return MPI_ERR_NO_MEM;
+    p->req = req;
+    p->peer = -1;
+    LIST_INSERT_HEAD(&prepared_list, p, link);
+    req->dev_prepared = p;
+    /* The key now only where every rendezvous will send it: a sender's RTS,
+     * a receiver's CTS (not from peers read by get only, whose receivers
+     * never offer their buffer). On failure the first rendezvous tries again. */
+    if (peer >= 0 && req->dev_bytes > core.peers[peer].eager_limit &&
+        (is_send ? core.use_get : core.use_put && !core.peers[peer].get_only))
+        prepared_register(p, peer);
+    return MPI_SUCCESS;
+}
+
+static int am_psend_init(struct MPI_ABI_Request *req)
+{
+    return am_prepare(req, 1);
+}
+
+static int am_precv_init(struct MPI_ABI_Request *req)
+{
+    return am_prepare(req, 0);
+}
+
+/* The request is destroyed: nothing of it is in flight any more. */
+static void prepared_release(struct am_prepared *p)
+{
+    if (p->mem)
+        core.am->mem_dereg(p->mem);
+    LIST_REMOVE(p, link);
+    p->req->dev_prepared = NULL;
+    free(p);
+}
+
+static void am_pfree(struct MPI_ABI_Request *req)
+{
+    if (req->dev_prepared)
+        prepared_release(req->dev_prepared);
+}
+
 static void fill_envelope(const struct am_unexp *u, struct hashi_envelope *env)
 {
     env->source = u->q.source;
@@ -1525,6 +1661,9 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         .cancel_recv = am_cancel_recv,
         .cancel_send = NULL,
         .send_now = am_send_now,
+        .psend_init = am_psend_init,
+        .precv_init = am_precv_init,
+        .pfree = am_pfree,
         .progress = am->progress,   /* the device's own: no hop through the core */
         .eager_limit = core.eager_limit,
         .tag_ub = INT_MAX,
@@ -1611,13 +1750,17 @@ void hashi_am_core_finalize(void)
     hashi_cookies_destroy(&core.cookies);
     for (int i = 0; i < core.npeers; i++) {
         if (core.peers[i].ann_mem)   /* a receive still posted at MPI_Finalize */
-            core.am->mem_dereg(core.peers[i].ann_mem);
+            buf_dereg(core.peers[i].ann_req, core.peers[i].ann_mem);
         while (core.peers[i].early) {
             struct am_early *e = core.peers[i].early;
             core.peers[i].early = e->next;
             free(e);
         }
     }
+    /* Persistent requests the program never freed: their keys go with the
+     * device (the requests' memory is reclaimed at exit). */
+    while (!LIST_EMPTY(&prepared_list))
+        prepared_release(LIST_FIRST(&prepared_list));
     free(core.peers);
     memset(&core, 0, sizeof core);
     hashi_buf_cache_drain();

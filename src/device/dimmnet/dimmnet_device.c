@@ -1609,6 +1609,8 @@ static const struct dn_counter dn_counters[] = {
     DN_COUNTER("part_early", part_early, "partitions readied before the receiver granted their epoch (kept until it)"),
     DN_COUNTER("part_accepted", part_accepted, "partitioned receives this rank's device took (buffer exposed once)"),
     DN_COUNTER("part_pushes", part_pushes, "PUSHes of partitions (a run readied before its grant goes as one)"),
+    AM_COUNTER("prepared_regs", hashi_am_prepared_regs, "buffers of persistent requests registered (once per request and peer)"),
+    AM_COUNTER("regs_saved", hashi_am_regs_saved, "rendezvous that used their persistent request's registration instead of registering"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER

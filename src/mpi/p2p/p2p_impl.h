@@ -143,6 +143,10 @@ int p2p_prepare_send(struct MPI_ABI_Request *req, const void *buf, MPI_Count cou
 int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MPI_Datatype datatype,
                      struct MPI_ABI_Datatype *t, int source, int tag, struct MPI_ABI_Comm *comm,
                      uint32_t context_id);
+/* Make a prepared send or receive (not buffered mode) persistent and
+ * inactive, and let the device prepare its buffer for every start
+ * (p2p.psend_init / precv_init). MPI_SUCCESS or the device's error class. */
+int p2p_make_persistent(struct MPI_ABI_Request *req);
 /* Hand a prepared request to the device (packing first for sends). */
 int p2p_start_send(struct MPI_ABI_Request *req);
 int p2p_start_recv(struct MPI_ABI_Request *req);

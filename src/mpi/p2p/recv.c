@@ -139,10 +139,16 @@ static int recv_request(const char *func, void *buf, MPI_Count count, MPI_Dataty
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
     rc = p2p_prepare_recv(req, buf, count, datatype, t, source, tag, c, c->context_id);
     if (rc == MPI_SUCCESS && persistent) {
-        req->persistent = 1;
-        atomic_store_explicit(&req->complete, 1, memory_order_relaxed);  /* inactive */
-        *out = req;
-        return MPI_SUCCESS;
+        rc = p2p_make_persistent(req);
+        if (rc == MPI_SUCCESS) {
+            *out = req;
+            return MPI_SUCCESS;
+        }
+        size_t bytes = req->dev_bytes;
+        hashi_request_free(req);
+        return hashi_err_comm(func, comm, rc,
+                              "the device could not prepare a persistent receive of %zu bytes from rank %d", bytes,
+                              source);
     }
     if (rc == MPI_SUCCESS)
         rc = p2p_start_recv(req);

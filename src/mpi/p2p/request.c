@@ -72,6 +72,8 @@ static void request_destroy(struct MPI_ABI_Request *req)
 {
     if (req->on_free)
         req->on_free(req);
+    if (req->dev_prepared)   /* set only by a device with pfree */
+        hashi_device->p2p.pfree(req);
     if (req->flags & HASHI_REQF_PACK_OWNED)
         free(req->pack_buf);
     if (req->type)
@@ -118,6 +120,17 @@ void hashi_request_complete(struct MPI_ABI_Request *req)
     if (req->parent)
         req->parent->on_child_complete(req->parent, req);
     request_unref(req);
+}
+
+int p2p_make_persistent(struct MPI_ABI_Request *req)
+{
+    req->persistent = 1;
+    atomic_store_explicit(&req->complete, 1, memory_order_relaxed);  /* inactive */
+    if (req->flags & HASHI_REQF_PROC_NULL)
+        return MPI_SUCCESS;
+    int (*prepare)(struct MPI_ABI_Request *) =
+        req->kind == HASHI_REQ_PREQ_SEND ? hashi_device->p2p.psend_init : hashi_device->p2p.precv_init;
+    return prepare ? prepare(req) : MPI_SUCCESS;
 }
 
 void p2p_fail_request(struct MPI_ABI_Request *req, int errclass)

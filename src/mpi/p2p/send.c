@@ -107,10 +107,15 @@ static int send_request(const char *func, const void *buf, MPI_Count count, MPI_
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
     int rc = p2p_prepare_send(req, buf, count, datatype, t, dest, tag, c, c->context_id, mode);
     if (rc == MPI_SUCCESS && persistent) {
-        req->persistent = 1;
-        atomic_store_explicit(&req->complete, 1, memory_order_relaxed);  /* inactive */
-        *out = req;
-        return MPI_SUCCESS;
+        rc = p2p_make_persistent(req);
+        if (rc == MPI_SUCCESS) {
+            *out = req;
+            return MPI_SUCCESS;
+        }
+        size_t bytes = req->dev_bytes;
+        hashi_request_free(req);
+        return hashi_err_comm(func, comm, rc, "the device could not prepare a persistent send of %zu bytes to rank %d",
+                              bytes, dest);
     }
     if (rc == MPI_SUCCESS)
         rc = p2p_start_send(req);
