@@ -219,7 +219,8 @@ static int device_allgather(const void *sendbuf, MPI_Count scount, const struct 
         return HASHI_DEVICE_COLL_DECLINE;
     struct hashi_coll_device_side send, recv;
     allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks(hashi_device->coll.allgather, &send, &recv, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLGATHER, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks(&a, &send, &recv);
 }
 
 /* Nonblocking and persistent: the same sides as a device operation step. */
@@ -231,8 +232,8 @@ static int device_allgather_step(struct hashi_sched *s, const void *sendbuf, MPI
     size_t blk = (size_t)hashi_type_bytes(rt, rcount);
     struct hashi_coll_device_side send, recv;
     allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLGATHER, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
-                                         &recv, rtype, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLGATHER, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks_step(s, &a, &send, sendbuf == MPI_IN_PLACE ? rtype : stype, &recv, rtype);
 }
 
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
