@@ -577,11 +577,14 @@ DN_INLINE void ring_activate(dn_op *op, int kind)
     op->phase = PH_POST;
     if (kind == HASHI_DEVICE_OP_REDUCE && op->send != op->recv)
         memcpy(op->recv, op->send, op->bytes);   /* the root's accumulator starts as its own */
-    /* The root's own block (gather: unless MPI_IN_PLACE put it there already). */
-    unsigned char *own = kind == HASHI_DEVICE_OP_GATHER ? op->recv + (size_t)op->me * op->bytes : op->recv;
-    const unsigned char *from = op->send + (size_t)op->me * op->each;
-    if ((kind == HASHI_DEVICE_OP_GATHER || kind == HASHI_DEVICE_OP_SCATTER) && own && own != from)
-        memcpy(own, from, op->bytes);
+    if (kind == HASHI_DEVICE_OP_GATHER || kind == HASHI_DEVICE_OP_SCATTER) {
+        /* The root's own block, unless MPI_IN_PLACE left it where it belongs
+         * (a gather's in recvbuf; a scatter's: no recvbuf). */
+        unsigned char *own = kind == HASHI_DEVICE_OP_GATHER ? op->recv + (size_t)op->me * op->bytes : op->recv;
+        const unsigned char *from = op->send + (size_t)op->me * op->each;
+        if (own && own != from)
+            memcpy(own, from, op->bytes);
+    }
 }
 
 /* Start running: take the pair sequences (ring), the generation (counter)
@@ -1921,8 +1924,10 @@ static int dn_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Data
         return HASHI_DEVICE_COLL_DECLINE;
     int rc = run_blocking(exclusive ? HASHI_DEVICE_OP_EXSCAN : HASHI_DEVICE_OP_SCAN, c, sendbuf, recvbuf, bytes, 0,
                           (size_t)count, fn, -1);
-    if (rc == MPI_SUCCESS)
-        exclusive ? hashi_dn_stats.coll_exscans++ : hashi_dn_stats.coll_scans++;
+    if (rc == MPI_SUCCESS && exclusive)
+        hashi_dn_stats.coll_exscans++;
+    else if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_scans++;
     return rc;
 }
 
