@@ -9,8 +9,8 @@
  *    once.
  *  - reduce + scatter (non-commutative ops): the binomial reduce keeps rank
  *    order; rank 0 then sends each rank its block.
- * Equal blocks up to the device's max_bytes go to the device first
- * (device_reduce_scatter).
+ * Equal blocks up to the device's max_bytes go to the device first, in
+ * every form (reduce_scatter() below, hashi_coll_device_reduction).
  */
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
