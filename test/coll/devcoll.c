@@ -1,8 +1,9 @@
 /*
  * devcoll: the collectives a device runs beyond barrier, bcast, the
  * reductions, allgather and alltoall: MPI_Gather, MPI_Scatter, MPI_Scan,
- * MPI_Exscan and MPI_Reduce_scatter_block (and MPI_Reduce_scatter with
- * equal counts), blocking, nonblocking (MPI_I...) and persistent (..._init,
+ * MPI_Exscan and MPI_Reduce_scatter_block (and MPI_Reduce_scatter and
+ * MPI_Allgatherv with equal counts, the latter also with blocks out of
+ * order and gaps between them), blocking, nonblocking (MPI_I...) and persistent (..._init,
  * started twice), at every root, with MPI_IN_PLACE wherever the standard
  * allows it, contiguous and strided layouts, blocks of 8 and 128 bytes
  * (within a device's slots) and 1280 (above dimmnet's default 1 KiB). Every
@@ -10,7 +11,7 @@
  * carries values of its own, so data left over from an earlier call fails.
  *
  * argv[1], what the DIMMnet counters (MPI_T: dimmnet_llcm_gathers,
- * _scatters, _scans, _exscans, _reduce_scatters, _nb_colls) must show:
+ * _scatters, _scans, _exscans, _reduce_scatters, _allgathers, _nb_colls) must show:
  *   device    each grew by exactly the calls made within the slots (the
  *             device ran them; 1280-byte blocks were declined), nb_colls by
  *             the nonblocking and persistent ones among them
@@ -31,9 +32,10 @@
 
 enum form { BLOCKING, NONBLOCKING, PERSISTENT, FORMS };
 static const char *const form_names[] = { "blocking", "nonblocking", "persistent" };
-enum kind { GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, KINDS };
+enum kind { GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, ALLGATHERV, KINDS };
 static const char *const counter_names[] = { "dimmnet_llcm_gathers", "dimmnet_llcm_scatters", "dimmnet_llcm_scans",
-                                             "dimmnet_llcm_exscans", "dimmnet_llcm_reduce_scatters" };
+                                             "dimmnet_llcm_exscans", "dimmnet_llcm_reduce_scatters",
+                                             "dimmnet_llcm_allgathers" };
 
 static int wrank, wsize, tag_seq;
 static size_t slot_max = 1024;
@@ -252,6 +254,51 @@ static void reduce_scatter(enum form f, int k, int in_place, int vector, MPI_Op 
         CHECK_MPI(MPI_Request_free(&c.req));
 }
 
+/* Allgatherv with every count k: blocks at i * k (regular), or in reverse
+ * order with a gap before each (a member's own layout). */
+static void allgatherv(enum form f, int k, int in_place, int irregular)
+{
+    struct call c = { f, 0, MPI_REQUEST_NULL };
+    MPI_Count counts[MAXRANKS];
+    MPI_Aint displs[MAXRANKS];
+    for (int r = 0; r < wsize; r++) {
+        counts[r] = k;
+        displs[r] = irregular ? (MPI_Aint)(wsize - 1 - r) * (k + 1) + 1 : (MPI_Aint)r * k;
+    }
+    void *sb = in_place ? MPI_IN_PLACE : sendbuf;
+    int span = wsize * (k + 1) + 1;
+    for (c.run = 0; c.run < runs(f); c.run++) {
+        int tag = ++tag_seq;
+        for (int i = 0; i < span; i++)
+            recvbuf[i] = -1;
+        for (int i = 0; i < k; i++) {
+            sendbuf[i] = contrib(wrank, tag, i);
+            if (in_place)
+                recvbuf[displs[wrank] + i] = sendbuf[i];
+        }
+        if (f == BLOCKING)
+            CHECK_MPI(MPI_Allgatherv_c(sb, k, MPI_INT64_T, recvbuf, counts, displs, MPI_INT64_T, MPI_COMM_WORLD));
+        else if (f == NONBLOCKING)
+            CHECK_MPI(MPI_Iallgatherv_c(sb, k, MPI_INT64_T, recvbuf, counts, displs, MPI_INT64_T, MPI_COMM_WORLD,
+                                        &c.req));
+        else if (c.run == 0)
+            CHECK_MPI(MPI_Allgatherv_init_c(sb, k, MPI_INT64_T, recvbuf, counts, displs, MPI_INT64_T, MPI_COMM_WORLD,
+                                            MPI_INFO_NULL, &c.req));
+        finish(&c);
+        count_call(ALLGATHERV, f, (size_t)k * 8);
+        for (int r = 0; r < wsize; r++)
+            for (int i = 0; i < k; i++)
+                CHECK(recvbuf[displs[r] + i] == contrib(r, tag, i),
+                      "%s allgatherv k %d in_place %d irregular %d: block %d [%d] = %lld, expected %lld",
+                      form_names[f], k, in_place, irregular, r, i, (long long)recvbuf[displs[r] + i],
+                      (long long)contrib(r, tag, i));
+        for (int r = 0; r < wsize && irregular; r++)
+            CHECK(recvbuf[displs[r] - 1] == -1, "%s allgatherv wrote the gap before block %d", form_names[f], r);
+    }
+    if (f == PERSISTENT)
+        CHECK_MPI(MPI_Request_free(&c.req));
+}
+
 /* ---- the counters (MPI_T) ---- */
 
 static MPI_T_pvar_session session;
@@ -314,6 +361,8 @@ int main(int argc, char **argv)
                 reduce_scatter((enum form)f, k, !alt, 0, MPI_BXOR);
                 if (f == BLOCKING)
                     reduce_scatter(BLOCKING, k, alt, 1, MPI_SUM);
+                allgatherv((enum form)f, k, alt, 0);
+                allgatherv((enum form)f, k, !alt, 1);
             }
     if (check_counters) {
         counters_check(device);
