@@ -10,9 +10,15 @@
  *   allreduce    MPI_Allreduce of SIZE bytes of MPI_FLOAT, MPI_SUM
  *   alltoall     MPI_Alltoall, SIZE bytes to and from every rank
  *   allgather    MPI_Allgather, SIZE bytes from every rank
+ *   gather       MPI_Gather to rank 0, SIZE bytes from every rank
+ *   scatter      MPI_Scatter from rank 0, SIZE bytes to every rank
+ *   scan         MPI_Scan of SIZE bytes of MPI_FLOAT, MPI_SUM
+ *   exscan       MPI_Exscan (as scan)
+ *   reduce_scatter  MPI_Reduce_scatter_block, SIZE bytes of MPI_FLOAT to every rank
  *   ibarrier     MPI_Ibarrier + MPI_Wait
  *   ibcast       MPI_Ibcast + MPI_Wait (as bcast)
  *   iallreduce   MPI_Iallreduce + MPI_Wait (as allreduce)
+ *   igather, iscatter, iscan  MPI_Igather, MPI_Iscatter, MPI_Iscan + MPI_Wait (as above)
  *   pbarrier     MPI_Start + MPI_Wait of one MPI_Barrier_init request
  *
  * Sizes are 8 bytes and the powers of 4 from 16 bytes up to max_bytes
@@ -39,9 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER, IBARRIER, IBCAST, IALLREDUCE, PBARRIER };
-static const char *const bench_names[] = {"barrier",  "bcast",  "reduce",     "allreduce", "alltoall",
-                                          "allgather", "ibarrier", "ibcast", "iallreduce", "pbarrier"};
+enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER, IBARRIER, IBCAST, IALLREDUCE, PBARRIER,
+             GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, IGATHER, ISCATTER, ISCAN };
+static const char *const bench_names[] = {"barrier",  "bcast",   "reduce",     "allreduce", "alltoall",
+                                          "allgather", "ibarrier", "ibcast",    "iallreduce", "pbarrier",
+                                          "gather",   "scatter", "scan",       "exscan",    "reduce_scatter",
+                                          "igather",  "iscatter", "iscan"};
 static MPI_Request persistent = MPI_REQUEST_NULL;   /* pbarrier's */
 
 /* Calls to time at one size: fewer for large messages, so a whole run stays
@@ -77,6 +86,18 @@ static void run_once(enum bench b, char *send, char *recv, size_t bytes)
         MPI_Iallreduce(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         break;
+    case IGATHER:
+        MPI_Igather(send, count, MPI_CHAR, recv, count, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+    case ISCATTER:
+        MPI_Iscatter(send, count, MPI_CHAR, recv, count, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
+    case ISCAN:
+        MPI_Iscan(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        break;
     case PBARRIER:
         MPI_Start(&persistent);
         MPI_Wait(&persistent, MPI_STATUS_IGNORE);
@@ -98,6 +119,21 @@ static void run_once(enum bench b, char *send, char *recv, size_t bytes)
         break;
     case ALLGATHER:
         MPI_Allgather(send, count, MPI_CHAR, recv, count, MPI_CHAR, MPI_COMM_WORLD);
+        break;
+    case GATHER:
+        MPI_Gather(send, count, MPI_CHAR, recv, count, MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    case SCATTER:
+        MPI_Scatter(send, count, MPI_CHAR, recv, count, MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    case SCAN:
+        MPI_Scan(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case EXSCAN:
+        MPI_Exscan(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case REDUCE_SCATTER:
+        MPI_Reduce_scatter_block(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     }
 }
@@ -148,7 +184,8 @@ int main(int argc, char **argv)
     if (which < 0) {
         if (rank == 0)
             fprintf(stderr, "usage: coll_bench barrier|bcast|reduce|allreduce|alltoall|allgather|ibarrier|ibcast|"
-                            "iallreduce|pbarrier [max_bytes [ms_per_size]]\n");
+                            "iallreduce|pbarrier|gather|scatter|scan|exscan|reduce_scatter|igather|iscatter|iscan "
+                            "[max_bytes [ms_per_size]]\n");
         MPI_Finalize();
         return 2;
     }
@@ -158,8 +195,11 @@ int main(int argc, char **argv)
     enum bench b = (enum bench)which;
     double budget = (argc > 3 ? atof(argv[3]) : 250.0) / 1000.0;
 
-    /* Alltoall and allgather move max bytes per peer. */
-    size_t per_rank = b == ALLTOALL || b == ALLGATHER ? (size_t)ranks : 1;
+    /* These move max bytes per peer (the roots' and reduce_scatter's buffers). */
+    size_t per_rank = b == ALLTOALL || b == ALLGATHER || b == GATHER || b == SCATTER || b == REDUCE_SCATTER ||
+                              b == IGATHER || b == ISCATTER
+                          ? (size_t)ranks
+                          : 1;
     char *send = malloc(max * per_rank), *recv = malloc(max * per_rank);
     /* Small floats, so repeated sums stay finite and no denormal path runs. */
     for (size_t i = 0; i < max * per_rank / sizeof(float); i++)

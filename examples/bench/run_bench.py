@@ -10,7 +10,8 @@ the ratio of each Hashi cell to the better peer.
 
 p2p runs p2p_bench.c (ping-pong, bandwidth, message rate); coll runs
 coll_bench.c (barrier, bcast, reduce, allreduce, alltoall, allgather; by
---modes also ibarrier, ibcast, iallreduce: Ixxx + Wait, and pbarrier:
+--modes also gather, scatter, scan, exscan, reduce_scatter (block), ibarrier,
+ibcast, iallreduce, igather, iscatter, iscan: Ixxx + Wait, and pbarrier:
 Start + Wait of a persistent barrier) at each rank count; launch times `mpirun -n N hello` with hyperfine.
 
 A cell is either the name of a line of test/cells (default, ofi_tcp,
@@ -35,7 +36,9 @@ CELLS_FILE = os.path.join(HERE, "..", "..", "test", "cells")
 HIGHER_IS_BETTER = {"latency": False, "paper": False, "bw": True, "bibw": True, "mrate": True,
                     "barrier": False, "bcast": False, "reduce": False, "allreduce": False,
                     "alltoall": False, "allgather": False, "ibarrier": False, "ibcast": False,
-                    "iallreduce": False, "pbarrier": False}
+                    "iallreduce": False, "pbarrier": False, "gather": False, "scatter": False,
+                    "scan": False, "exscan": False, "reduce_scatter": False, "igather": False, "iscatter": False,
+                    "iscan": False}
 UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s"}  # everything else: us
 DEFAULTS = {  # what: (source, ranks, modes, cells, repeat)
     "p2p": ("p2p_bench.c", "2", "latency,bw,bibw,mrate", "ofi:shm,ofi:tcp", 3),

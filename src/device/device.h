@@ -152,8 +152,11 @@ struct MPI_ABI_Comm;
 
 /* One collective call offered to a device as an operation object (op_init
  * below). Only the fields of the kind are meaningful; bytes is the whole
- * message (bcast), vector (reductions) or one rank's block (alltoall,
- * allgather). */
+ * message (bcast), vector (allreduce, reduce, scan, exscan) or one rank's
+ * block (alltoall, allgather, gather, scatter, reduce_scatter_block, whose
+ * count is then one block's elements). recvbuf is NULL where this member
+ * receives nothing: a gather's non-roots, a scatter root's MPI_IN_PLACE,
+ * an exscan's rank 0. */
 enum hashi_device_coll_kind {
     HASHI_DEVICE_OP_BARRIER,
     HASHI_DEVICE_OP_BCAST,
@@ -161,6 +164,11 @@ enum hashi_device_coll_kind {
     HASHI_DEVICE_OP_REDUCE,
     HASHI_DEVICE_OP_ALLTOALL,
     HASHI_DEVICE_OP_ALLGATHER,
+    HASHI_DEVICE_OP_GATHER,
+    HASHI_DEVICE_OP_SCATTER,
+    HASHI_DEVICE_OP_SCAN,
+    HASHI_DEVICE_OP_EXSCAN,
+    HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK,
 };
 struct hashi_device_coll_args {
     enum hashi_device_coll_kind kind;
@@ -171,7 +179,7 @@ struct hashi_device_coll_args {
     MPI_Count count;      /* reductions: count elements of the basic type `type` */
     MPI_Datatype type;
     MPI_Op op;
-    int root;             /* bcast, reduce */
+    int root;             /* bcast, reduce, gather, scatter */
 };
 struct hashi_device_coll_op;   /* the device's */
 struct hashi_device_coll_ops {
@@ -191,8 +199,27 @@ struct hashi_device_coll_ops {
     /* bytes_per_rank contiguous bytes from this rank in sendbuf, every rank's
      * in rank order in recvbuf; sendbuf is never MPI_IN_PLACE. */
     int (*allgather)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, struct MPI_ABI_Comm *comm);
-    /* The most bytes (bcast: the message, allreduce: the vector, alltoall:
-     * one rank's block) the device carries in its own slots. Larger ones the
+    /* bytes_per_rank contiguous bytes from every rank into root's recvbuf,
+     * in rank order (recvbuf NULL elsewhere). At the root sendbuf may be
+     * its own block in recvbuf (MPI_IN_PLACE): nothing to copy then. */
+    int (*gather)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, int root, struct MPI_ABI_Comm *comm);
+    /* The root's sendbuf holds bytes_per_rank bytes for each rank in rank
+     * order (NULL elsewhere); every rank's block into its recvbuf, which is
+     * NULL at a root passing MPI_IN_PLACE. */
+    int (*scatter)(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, int root, struct MPI_ABI_Comm *comm);
+    /* Inclusive (exclusive: ranks below only) prefix reduction in rank
+     * order, as allreduce's types and ops; exscan's rank 0 gets recvbuf
+     * NULL and nothing is written. sendbuf is never MPI_IN_PLACE. */
+    int (*scan)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int exclusive,
+                struct MPI_ABI_Comm *comm);
+    /* sendbuf holds count elements for each rank in rank order; the
+     * reduction (rank order) of every rank's block for us into recvbuf;
+     * sendbuf is never MPI_IN_PLACE. */
+    int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                struct MPI_ABI_Comm *comm);
+    /* The most bytes (bcast: the message, allreduce and scans: the vector,
+     * alltoall, gather, scatter, reduce_scatter_block: one rank's block) the
+     * device carries in its own slots. Larger ones the
      * caller offers only where select.c allows (the device then reads the
      * members' buffers: hashi_coll_device_data_ok, _reduction_ok). A caller
      * packs non-contiguous data for whatever it offers, on every rank alike,

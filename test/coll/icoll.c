@@ -4,9 +4,11 @@
  * HASHI_DIMMNET_COLL_MAX bytes and a few slots per peer), every result
  * checked against its serial value:
  *  - DEPTH (more than any device's slot ring) Ibarrier / Ibcast / Iallreduce
- *    / Ireduce / Iallgather / Ialltoall on one communicator, completed in reverse order, by Waitany,
+ *    / Ireduce / Iallgather / Ialltoall / Igather / Iscatter / Iscan / Iexscan
+ *    / Ireduce_scatter_block on one communicator, completed in reverse order, by Waitany,
  *    and by Testsome while point-to-point messages go round a ring;
- *  - DEPTH Ibcasts from one root, the receivers completing them in reverse;
+ *  - DEPTH Ibcasts (Iscatters) from one root, the receivers completing them
+ *    in reverse; DEPTH Iscans, the ranks below running ahead of those above;
  *  - blocking collectives on the same communicator between them (one
  *    collective order per communicator);
  *  - two duplicates of world, a split and a reversed split at once, with the
@@ -27,7 +29,7 @@
 #define DEPTH 32       /* outstanding at once on one communicator */
 #define VEC 3          /* int64 elements of a small reduction */
 #define MAXRANKS 16    /* an allgather's / alltoall's blocks fit a call's buffers */
-#define KINDS 6
+#define KINDS 11
 #define BIG 4096       /* int64 elements: above any device slot */
 
 static int wrank, wsize;
@@ -38,6 +40,7 @@ static int64_t contrib(int r, int tag, int i)
     return (int64_t)(r + 1) * 1000003 + (int64_t)tag * 7919 + i;
 }
 
+/* The sum over members 0 .. n-1 of element i. */
 static int64_t sum_over(int n, const int *world_of, int tag, int i)
 {
     int64_t s = 0;
@@ -48,7 +51,8 @@ static int64_t sum_over(int n, const int *world_of, int tag, int i)
 
 /* One nonblocking call of a mix of kinds on comm, its buffers and what it must give. */
 struct call {
-    int kind;          /* 0 barrier, 1 bcast, 2 allreduce, 3 reduce, 4 allgather, 5 alltoall */
+    int kind;          /* 0 barrier, 1 bcast, 2 allreduce, 3 reduce, 4 allgather, 5 alltoall, 6 gather,
+                          7 scatter, 8 scan, 9 exscan, 10 reduce_scatter_block */
     int tag, root;
     int64_t in[MAXRANKS], out[MAXRANKS];
 };
@@ -104,8 +108,23 @@ static void start_call(const struct commx *x, struct call *c, int kind, int tag,
     case 4:
         CHECK_MPI(MPI_Iallgather(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, x->comm, req));
         break;
-    default:   /* block j of `in` goes to member j */
+    case 5:   /* block j of `in` goes to member j */
         CHECK_MPI(MPI_Ialltoall(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, x->comm, req));
+        break;
+    case 6:
+        CHECK_MPI(MPI_Igather(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, c->root, x->comm, req));
+        break;
+    case 7:   /* the root's element j goes to member j */
+        CHECK_MPI(MPI_Iscatter(c->in, 1, MPI_INT64_T, c->out, 1, MPI_INT64_T, c->root, x->comm, req));
+        break;
+    case 8:
+        CHECK_MPI(MPI_Iscan(c->in, c->out, VEC, MPI_INT64_T, MPI_SUM, x->comm, req));
+        break;
+    case 9:
+        CHECK_MPI(MPI_Iexscan(c->in, c->out, VEC, MPI_INT64_T, MPI_SUM, x->comm, req));
+        break;
+    default:   /* element j of `in` is for member j */
+        CHECK_MPI(MPI_Ireduce_scatter_block(c->in, c->out, 1, MPI_INT64_T, MPI_SUM, x->comm, req));
         break;
     }
 }
@@ -134,6 +153,29 @@ static void check_call(const struct commx *x, const struct call *c, const char *
             CHECK(c->out[j] == want, "%s: %s %d block %d gave %lld, not %lld", what,
                   c->kind == 4 ? "Iallgather" : "Ialltoall", c->tag, j, (long long)c->out[j], (long long)want);
         }
+        break;
+    case 6:
+        for (int j = 0; j < x->size && x->rank == c->root; j++)
+            CHECK(c->out[j] == contrib(x->world_of[j], c->tag, 0), "%s: Igather %d block %d gave %lld, not %lld",
+                  what, c->tag, j, (long long)c->out[j], (long long)contrib(x->world_of[j], c->tag, 0));
+        break;
+    case 7:
+        CHECK(c->out[0] == contrib(x->world_of[c->root], c->tag, x->rank), "%s: Iscatter %d from %d gave %lld, not %lld",
+              what, c->tag, c->root, (long long)c->out[0], (long long)contrib(x->world_of[c->root], c->tag, x->rank));
+        break;
+    case 8:
+    case 9: {
+        int upto = c->kind == 8 ? x->rank + 1 : x->rank;   /* members 0 .. upto-1 */
+        for (int i = 0; i < VEC && upto > 0; i++)
+            CHECK(c->out[i] == sum_over(upto, x->world_of, c->tag, i), "%s: %s %d [%d] gave %lld, not %lld", what,
+                  c->kind == 8 ? "Iscan" : "Iexscan", c->tag, i, (long long)c->out[i],
+                  (long long)sum_over(upto, x->world_of, c->tag, i));
+        break;
+    }
+    case 10:
+        CHECK(c->out[0] == sum_over(x->size, x->world_of, c->tag, x->rank),
+              "%s: Ireduce_scatter_block %d gave %lld, not %lld", what, c->tag, (long long)c->out[0],
+              (long long)sum_over(x->size, x->world_of, c->tag, x->rank));
         break;
     default:
         break;
@@ -174,21 +216,27 @@ static void deep(const struct commx *x, int round, int how)
         check_call(x, &calls[k], how == 0 ? "reverse" : how == 1 ? "waitany" : "testsome");
 }
 
-/* DEPTH Ibcasts from one root outstanding at once: the root runs ahead of
- * its receivers by more than a device's slots (dimmnet's root then waits
- * inside its runs for the receivers' acknowledgements, not in MPI_Ibcast);
- * the receivers complete them in reverse. */
-static void storm(const struct commx *x, int round)
+/* DEPTH Ibcasts, Iscatters or Iscans (kind 1, 7, 8) outstanding at once:
+ * a root runs ahead of its receivers, or the ranks below ahead of those
+ * above, by more than a device's slots (dimmnet's writer then waits inside
+ * its runs for the readers' acknowledgements, not in the call); the readers
+ * complete them in reverse. */
+static void storm(const struct commx *x, int round, int kind)
 {
     struct call calls[DEPTH];
     MPI_Request reqs[DEPTH];
     int root = round % x->size;
     for (int k = 0; k < DEPTH; k++) {
-        calls[k].kind = 1;
-        calls[k].tag = 60000 + round * 100 + k;
-        calls[k].root = root;
-        calls[k].out[0] = x->rank == root ? contrib(calls[k].tag, calls[k].tag, 0) : -1;
-        CHECK_MPI(MPI_Ibcast(calls[k].out, 1, MPI_INT64_T, root, x->comm, &reqs[k]));
+        int tag = 60000 + round * 100 + k;
+        if (kind == 1) {
+            calls[k].kind = 1;
+            calls[k].tag = tag;
+            calls[k].root = root;
+            calls[k].out[0] = x->rank == root ? contrib(tag, tag, 0) : -1;
+            CHECK_MPI(MPI_Ibcast(calls[k].out, 1, MPI_INT64_T, root, x->comm, &reqs[k]));
+        } else {
+            start_call(x, &calls[k], kind, tag * x->size + root, &reqs[k]);   /* root: tag mod size */
+        }
     }
     for (int k = DEPTH - 1; k >= 0; k--)
         CHECK_MPI(MPI_Wait(&reqs[k], MPI_STATUS_IGNORE));
@@ -381,7 +429,8 @@ int main(int argc, char **argv)
         for (int how = 0; how < 3; how++)
             deep(&xs[round % 4], round, how);
         deep(&world, round, round % 3);
-        storm(&xs[(round + 2) % 4], round);
+        storm(&xs[(round + 2) % 4], round, 1);                /* Ibcast */
+        storm(&xs[(round + 3) % 4], round, round % 2 ? 8 : 7);   /* Iscan, Iscatter */
         mixed(&xs[(round + 1) % 4], round);
         barriers_among(&xs[(round + 3) % 4], round);
         barriers_among(&world, round);

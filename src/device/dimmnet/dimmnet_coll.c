@@ -516,19 +516,42 @@ static uint64_t release_off(int slot)
  * folded away (one step function, compiled once per blocking kind and once
  * for any kind).
  */
+/* Rooted kinds whose members store into the root's slots alone (fan in),
+ * and those whose root stores into every member's (fan out); in both the
+ * pair sequences move only between the root and each other member. */
+DN_INLINE int kind_fans_in(int kind)
+{
+    return kind == HASHI_DEVICE_OP_REDUCE || kind == HASHI_DEVICE_OP_GATHER;
+}
+
+DN_INLINE int kind_fans_out(int kind)
+{
+    return kind == HASHI_DEVICE_OP_BCAST || kind == HASHI_DEVICE_OP_SCATTER;
+}
+
+/* Prefix kinds: a member stores into the slots of the ranks above it and
+ * reads those of the ranks below; every pair exchanges once, one way. */
+DN_INLINE int kind_is_scan(int kind)
+{
+    return kind == HASHI_DEVICE_OP_SCAN || kind == HASHI_DEVICE_OP_EXSCAN;
+}
+
 /* The targets of our stores in this run, in order (comm ranks): the next
- * rank first, so that not every rank stores to rank 0 first; a reduce's
- * non-root stores to the root alone. */
+ * rank first, so that not every rank stores to rank 0 first; a fan-in's
+ * non-root stores to the root alone, its root to nobody; a scan's member
+ * to the ranks above it. */
 DN_INLINE int op_targets(const dn_op *op, int kind)
 {
-    if (kind == HASHI_DEVICE_OP_REDUCE)
+    if (kind_fans_in(kind))
         return op->me != op->root;
+    if (kind_is_scan(kind))
+        return op->n - 1 - op->me;
     return op->n - 1;
 }
 
 DN_INLINE int op_target(const dn_op *op, int kind, int k)
 {
-    if (kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)
+    if (kind_fans_in(kind) && op->me != op->root)
         return op->root;
     int i = op->me + k;   /* 0 < k < n: no division */
     return i >= op->n ? i - op->n : i;
@@ -541,11 +564,11 @@ DN_INLINE void ring_activate(dn_op *op, int kind)
     op->need = 0;
     op->watch = NULL;
     op->error = MPI_SUCCESS;
-    int receiver = (kind == HASHI_DEVICE_OP_BCAST || kind == HASHI_DEVICE_OP_REDUCE) && op->me != op->root;
+    int receiver = (kind_fans_in(kind) || kind_fans_out(kind)) && op->me != op->root;
     if (receiver) {
         /* Pair sequences move only between the root and each other member. */
         op->seq[op->root] = ++op->ring->peer[op->member[op->root]].seq;
-        op->phase = kind == HASHI_DEVICE_OP_BCAST ? PH_WAIT : PH_POST;
+        op->phase = kind_fans_out(kind) ? PH_WAIT : PH_POST;
         return;
     }
     for (int i = 0; i < op->n; i++)
@@ -554,6 +577,14 @@ DN_INLINE void ring_activate(dn_op *op, int kind)
     op->phase = PH_POST;
     if (kind == HASHI_DEVICE_OP_REDUCE && op->send != op->recv)
         memcpy(op->recv, op->send, op->bytes);   /* the root's accumulator starts as its own */
+    if (kind == HASHI_DEVICE_OP_GATHER || kind == HASHI_DEVICE_OP_SCATTER) {
+        /* The root's own block, unless MPI_IN_PLACE left it where it belongs
+         * (a gather's in recvbuf; a scatter's: no recvbuf). */
+        unsigned char *own = kind == HASHI_DEVICE_OP_GATHER ? op->recv + (size_t)op->me * op->bytes : op->recv;
+        const unsigned char *from = op->send + (size_t)op->me * op->each;
+        if (own && own != from)
+            memcpy(own, from, op->bytes);
+    }
 }
 
 /* Start running: take the pair sequences (ring), the generation (counter)
@@ -583,17 +614,37 @@ DN_INLINE void op_activate(dn_op *op)
     ring_activate(op, op->kind);
 }
 
-/* An exchange's result, once every contribution is in our slots. Every
- * rank computes x0 op (x1 op (... op x(n-1))): the kernel does inout = in
- * op inout, so rank order holds and all results are bit-identical. */
+/* Member i's contribution to us, in our slot of it (ours: in send). */
+DN_INLINE const unsigned char *op_input(const dn_op *op, int i)
+{
+    return i == op->me ? op->send + (size_t)op->me * op->each : ring_data(op->ring, op->member[i], op->seq[i]);
+}
+
+/* x0 op (x1 op (... op x(last))) into recv, the contributions of members 0
+ * .. last: the kernel does inout = in op inout, so rank order holds and
+ * every member folding the same inputs gets a bit-identical result. */
+DN_INLINE void op_fold(const dn_op *op, int last)
+{
+    memcpy(op->recv, op_input(op, last), op->bytes);
+    for (int i = last - 1; i >= 0; i--)
+        op->fn(op_input(op, i), op->recv, op->count);
+}
+
+/* An exchange's result, once every contribution is in our slots. */
 DN_INLINE void op_gather(dn_op *op, int kind)
 {
     int n = op->n, me = op->me;
     switch (kind) {
     case HASHI_DEVICE_OP_ALLREDUCE:
-        memcpy(op->recv, n - 1 == me ? op->send : ring_data(op->ring, op->member[n - 1], op->seq[n - 1]), op->bytes);
-        for (int i = n - 2; i >= 0; i--)
-            op->fn(i == me ? op->send : ring_data(op->ring, op->member[i], op->seq[i]), op->recv, op->count);
+    case HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK:
+        op_fold(op, n - 1);
+        break;
+    case HASHI_DEVICE_OP_SCAN:
+        op_fold(op, me);
+        break;
+    case HASHI_DEVICE_OP_EXSCAN:
+        if (me > 0)
+            op_fold(op, me - 1);
         break;
     case HASHI_DEVICE_OP_ALLTOALL:
     case HASHI_DEVICE_OP_ALLGATHER:
@@ -632,15 +683,15 @@ DN_INLINE int step_slots(dn_op *op, int kind)
             if ((rc = ring_write(r, w, op->seq[i], data, bytes)) != MPI_SUCCESS)
                 return op_fail(op, rc);
         }
-        /* A broadcast's root and a reduce's other members are done. */
-        if (kind == HASHI_DEVICE_OP_BCAST || (kind == HASHI_DEVICE_OP_REDUCE && op->me != op->root)) {
+        /* A fan-out's root and a fan-in's other members are done. */
+        if (kind_fans_out(kind) || (kind_fans_in(kind) && op->me != op->root)) {
             op->phase = PH_DONE;
             return 1;
         }
         op->phase = PH_WAIT;
-        op->k = kind == HASHI_DEVICE_OP_REDUCE ? 1 : 0;
+        op->k = kind_fans_in(kind) ? 1 : 0;
     }
-    if (kind == HASHI_DEVICE_OP_BCAST) {
+    if (kind_fans_out(kind)) {
         int w = op->member[op->root];
         uint64_t seq = op->seq[op->root];
         if (!op_arrived(op, r, w, seq))
@@ -652,24 +703,35 @@ DN_INLINE int step_slots(dn_op *op, int kind)
         op->error = rc;
         return 1;
     }
-    if (kind == HASHI_DEVICE_OP_REDUCE) {
-        /* The root: each contribution in turn, reduced and acknowledged
-         * (predefined ops commute; the order is the members'). */
+    if (kind_fans_in(kind)) {
+        /* The root: each contribution in turn, reduced (predefined ops
+         * commute; the order is the members') or put in its place, and
+         * acknowledged. */
         for (; op->k < op->n; op->k++) {
             int i = op_target(op, kind, op->k), w = op->member[i];
             if (!op_arrived(op, r, w, op->seq[i]))
                 return 0;
-            op->fn(ring_data(r, w, op->seq[i]), op->recv, op->count);
+            if (kind == HASHI_DEVICE_OP_GATHER)
+                memcpy(op->recv + (size_t)i * op->bytes, ring_data(r, w, op->seq[i]), op->bytes);
+            else
+                op->fn(ring_data(r, w, op->seq[i]), op->recv, op->count);
             if ((rc = store(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
                 return op_fail(op, rc);
         }
         op->phase = PH_DONE;
         return 1;
     }
-    for (; op->k < op->n; op->k++)
+    /* A scan waits for the ranks below it alone, the others for everyone. */
+    for (int last = kind_is_scan(kind) ? op->me : op->n; op->k < last; op->k++)
         if (op->k != op->me && !op_arrived(op, r, op->member[op->k], op->seq[op->k]))
             return 0;
     op_gather(op, kind);
+    if (kind_is_scan(kind)) {
+        /* The ranks below learn nothing else from us: free their slots. */
+        for (int i = 0; i < op->me; i++)
+            if ((rc = store_word(op->member[i], ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
+                return op_fail(op, rc);
+    }
     op->phase = PH_DONE;
     return 1;
 }
@@ -842,6 +904,11 @@ BLK_STEP(blk_allreduce, step_slots(op, HASHI_DEVICE_OP_ALLREDUCE))
 BLK_STEP(blk_reduce, step_slots(op, HASHI_DEVICE_OP_REDUCE))
 BLK_STEP(blk_alltoall, step_slots(op, HASHI_DEVICE_OP_ALLTOALL))
 BLK_STEP(blk_allgather, step_slots(op, HASHI_DEVICE_OP_ALLGATHER))
+BLK_STEP(blk_gather, step_slots(op, HASHI_DEVICE_OP_GATHER))
+BLK_STEP(blk_scatter, step_slots(op, HASHI_DEVICE_OP_SCATTER))
+BLK_STEP(blk_scan, step_slots(op, HASHI_DEVICE_OP_SCAN))
+BLK_STEP(blk_exscan, step_slots(op, HASHI_DEVICE_OP_EXSCAN))
+BLK_STEP(blk_reduce_scatter, step_slots(op, HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK))
 BLK_STEP(blk_counter, step_counter(op))
 BLK_STEP(blk_dissem, step_dissem(op))
 #undef BLK_STEP
@@ -874,6 +941,11 @@ DN_INLINE int run_blocking(int kind, const struct MPI_ABI_Comm *c, const void *s
                                   : kind == HASHI_DEVICE_OP_REDUCE    ? blk_reduce
                                   : kind == HASHI_DEVICE_OP_ALLTOALL  ? blk_alltoall
                                   : kind == HASHI_DEVICE_OP_ALLGATHER ? blk_allgather
+                                  : kind == HASHI_DEVICE_OP_GATHER    ? blk_gather
+                                  : kind == HASHI_DEVICE_OP_SCATTER   ? blk_scatter
+                                  : kind == HASHI_DEVICE_OP_SCAN      ? blk_scan
+                                  : kind == HASHI_DEVICE_OP_EXSCAN    ? blk_exscan
+                                  : kind == HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK ? blk_reduce_scatter
                                                                       : blk_raw,
                                   &op);
     return op.error;
@@ -1803,6 +1875,80 @@ static int dn_allgather(const void *sendbuf, void *recvbuf, size_t bytes_per_ran
     return rc;
 }
 
+/*
+ * Gather and scatter up to a slot, flat, one step: a gather's member stores
+ * its block into the root's slot and leaves, the root copies each into its
+ * place and acknowledges it (reduce's fan-in); a scatter's root stores each
+ * member's block into that member's slot, which copies it out and
+ * acknowledges (bcast's fan-out with a block per member). Larger blocks:
+ * the generic algorithms (the caller offers only up to the slots).
+ */
+static int dn_gather(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, int root, struct MPI_ABI_Comm *c)
+{
+    follows_barrier(c, root);
+    if (!flat_comm(c) || bytes_per_rank > co.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = run_blocking(HASHI_DEVICE_OP_GATHER, c, sendbuf, recvbuf, bytes_per_rank, 0, 0, NULL, root);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_gathers++;
+    return rc;
+}
+
+static int dn_scatter(const void *sendbuf, void *recvbuf, size_t bytes_per_rank, int root, struct MPI_ABI_Comm *c)
+{
+    follows_barrier(c, root);
+    if (!flat_comm(c) || bytes_per_rank > co.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = run_blocking(HASHI_DEVICE_OP_SCATTER, c, sendbuf, recvbuf, bytes_per_rank, bytes_per_rank, 0, NULL,
+                          root);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_scatters++;
+    return rc;
+}
+
+/*
+ * Scan and exscan up to a slot, flat, one step: a member stores its vector
+ * into the slot of every rank above it and folds those of the ranks below
+ * in rank order (x0 op (x1 op ... x(r))), then acknowledges them (the
+ * ranks below never read from it, so nothing else frees their slots).
+ * Member r does r reductions; the generic recursive doubling log2 n rounds
+ * of messages.
+ */
+static int dn_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int exclusive,
+                   struct MPI_ABI_Comm *c)
+{
+    follows_barrier(c, -1);
+    size_t bytes = 0;
+    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
+    if (!fn || !flat_comm(c) || bytes > co.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = run_blocking(exclusive ? HASHI_DEVICE_OP_EXSCAN : HASHI_DEVICE_OP_SCAN, c, sendbuf, recvbuf, bytes, 0,
+                          (size_t)count, fn, -1);
+    if (rc == MPI_SUCCESS && exclusive)
+        hashi_dn_stats.coll_exscans++;
+    else if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_scans++;
+    return rc;
+}
+
+/* Reduce_scatter_block up to a slot per block: the alltoall's one step
+ * (block i of our vector into member i's slot), then allreduce's fold of
+ * the blocks for us in rank order. */
+static int dn_reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
+                                   struct MPI_ABI_Comm *c)
+{
+    follows_barrier(c, -1);
+    size_t bytes = 0;
+    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
+    if (!fn || !flat_comm(c) || bytes > co.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int rc = run_blocking(HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK, c, sendbuf, recvbuf, bytes, bytes, (size_t)count, fn,
+                          -1);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_reduce_scatters++;
+    return rc;
+}
+
 /* ------------------------------------------------------------ nonblocking and persistent */
 
 /*
@@ -1834,11 +1980,16 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
         break;
     case HASHI_DEVICE_OP_ALLREDUCE:
     case HASHI_DEVICE_OP_REDUCE:
+    case HASHI_DEVICE_OP_SCAN:
+    case HASHI_DEVICE_OP_EXSCAN:
+    case HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK:
         if (!co.coll_on || !r || !(fn = reduction_kernel(a->type, a->op, a->count, &bytes)) || bytes > r->payload)
             return HASHI_DEVICE_COLL_DECLINE;
         break;
     case HASHI_DEVICE_OP_ALLTOALL:
     case HASHI_DEVICE_OP_ALLGATHER:
+    case HASHI_DEVICE_OP_GATHER:
+    case HASHI_DEVICE_OP_SCATTER:
         if (!co.coll_on || !r || bytes > r->payload)
             return HASHI_DEVICE_COLL_DECLINE;
         break;
@@ -1875,7 +2026,11 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
     op->send = a->kind == HASHI_DEVICE_OP_BCAST ? a->recvbuf : a->sendbuf;
     op->recv = a->recvbuf;
     op->bytes = bytes;
-    op->each = a->kind == HASHI_DEVICE_OP_ALLTOALL ? bytes : 0;
+    /* The stride of the blocks in send, one for each member. */
+    op->each = a->kind == HASHI_DEVICE_OP_ALLTOALL || a->kind == HASHI_DEVICE_OP_SCATTER ||
+                       a->kind == HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK
+                   ? bytes
+                   : 0;
     op->count = (size_t)a->count;
     op->fn = fn;
     op->phase = PH_IDLE;
@@ -1899,7 +2054,7 @@ static int dn_op_start(dn_op *op)
      * between barriers: 5-12 -> 1.0-1.2 us). */
     if (op->kind != HASHI_DEVICE_OP_BARRIER && st->after_barrier) {
         st->after_barrier = 0;
-        st->next_root = op->kind == HASHI_DEVICE_OP_BCAST || op->kind == HASHI_DEVICE_OP_REDUCE ? op->root : -1;
+        st->next_root = kind_fans_in(op->kind) || kind_fans_out(op->kind) ? op->root : -1;
     }
     if (op->kind == HASHI_DEVICE_OP_BARRIER && op->variant != V_DISSEM)
         op->variant = barrier_kind() == BARRIER_COUNTER && co.sync_ok && st->agreed && st->slot >= 0 ? V_COUNTER
@@ -1919,6 +2074,11 @@ static int dn_op_progress(dn_op *op, int *done)
         case HASHI_DEVICE_OP_BCAST: hashi_dn_stats.coll_bcasts++; break;
         case HASHI_DEVICE_OP_ALLTOALL: hashi_dn_stats.coll_alltoalls++; break;
         case HASHI_DEVICE_OP_ALLGATHER: hashi_dn_stats.coll_allgathers++; break;
+        case HASHI_DEVICE_OP_GATHER: hashi_dn_stats.coll_gathers++; break;
+        case HASHI_DEVICE_OP_SCATTER: hashi_dn_stats.coll_scatters++; break;
+        case HASHI_DEVICE_OP_SCAN: hashi_dn_stats.coll_scans++; break;
+        case HASHI_DEVICE_OP_EXSCAN: hashi_dn_stats.coll_exscans++; break;
+        case HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK: hashi_dn_stats.coll_reduce_scatters++; break;
         default: hashi_dn_stats.coll_allreduces++; break;   /* reduce included, as for the blocking ones */
         }
     }
@@ -1946,6 +2106,10 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
     ops->alltoall = coll ? dn_alltoall : NULL;
     ops->allgather = coll ? dn_allgather : NULL;
     ops->reduce = coll ? dn_reduce : NULL;
+    ops->gather = coll ? dn_gather : NULL;
+    ops->scatter = coll ? dn_scatter : NULL;
+    ops->scan = coll ? dn_scan : NULL;
+    ops->reduce_scatter_block = coll ? dn_reduce_scatter_block : NULL;
     ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
     ops->comm_free = dn_comm_free;
 }

@@ -9,7 +9,8 @@
  *    rotated so the rank's own block is first, then rotated back;
  *  - ring (large blocks): n - 1 rounds, each passing one block to the right
  *    neighbour, in place in recvbuf.
- * Allgatherv runs the ring with the per-rank counts and displacements.
+ * Allgatherv runs the ring with the per-rank counts and displacements, or,
+ * when every count is equal, the device's allgather (device_allgatherv).
  * A non-contiguous receive type is packed once: the algorithms then move
  * bytes, and one unpack at the end puts the blocks in place.
  */
@@ -219,7 +220,8 @@ static int device_allgather(const void *sendbuf, MPI_Count scount, const struct 
         return HASHI_DEVICE_COLL_DECLINE;
     struct hashi_coll_device_side send, recv;
     allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks(hashi_device->coll.allgather, &send, &recv, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLGATHER, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks(&a, &send, &recv);
 }
 
 /* Nonblocking and persistent: the same sides as a device operation step. */
@@ -231,8 +233,69 @@ static int device_allgather_step(struct hashi_sched *s, const void *sendbuf, MPI
     size_t blk = (size_t)hashi_type_bytes(rt, rcount);
     struct hashi_coll_device_side send, recv;
     allgather_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLGATHER, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
-                                         &recv, rtype, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLGATHER, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks_step(s, &a, &send, sendbuf == MPI_IN_PLACE ? rtype : stype, &recv, rtype);
+}
+
+/* The count every block has when all are equal (recvcounts is the same
+ * array on every member: a shared ground), else -1. */
+static MPI_Count equal_count(const MPI_Count rcounts[], int n)
+{
+    for (int i = 1; i < n; i++)
+        if (rcounts[i] != rcounts[0])
+            return -1;
+    return rcounts[0];
+}
+
+/*
+ * Allgatherv with equal counts is the device's allgather, blocking (s NULL)
+ * or as a step of s. The displacements are this member's own layout: blocks
+ * at i * count go in place as the allgather's; others land in a packed copy
+ * and are copied into place after (so the layout never decides the path).
+ */
+static int device_allgatherv(struct hashi_sched *s, const void *sendbuf, MPI_Count scount,
+                             const struct MPI_ABI_Datatype *st, MPI_Datatype stype, void *recvbuf, MPI_Count rcount,
+                             const MPI_Aint displs[], const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype,
+                             struct MPI_ABI_Comm *c)
+{
+    int n = c->size, regular = 1;
+    size_t blk = (size_t)hashi_type_bytes(rt, rcount);
+    MPI_Aint ext = hashi_type_extent(rt);
+    /* Up to the slots only: above them the allgather's read and staged
+     * paths would take members whose blocks sit at i * count and not the
+     * others, a choice on a member's own layout. */
+    if (n < 2 || blk == 0 || blk > hashi_device->coll.max_bytes || (!s && !hashi_device->coll.allgather))
+        return HASHI_DEVICE_COLL_DECLINE;
+    for (int i = 0; i < n; i++)
+        regular &= displs[i] == i * rcount;
+    if (regular)
+        return s ? device_allgather_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, c)
+                 : device_allgather(sendbuf, scount, st, recvbuf, rcount, rt, c);
+    struct hashi_coll_device_side send =
+        sendbuf == MPI_IN_PLACE
+            ? (struct hashi_coll_device_side){ (char *)recvbuf + displs[c->rank] * ext, rcount, rt, blk, 0 }
+            : (struct hashi_coll_device_side){ (void *)sendbuf, scount, st, blk, 0 };
+    char *packed = s ? hashi_sched_scratch(s, blk * (size_t)n) : malloc(blk * (size_t)n);
+    if (!packed)
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    const struct hashi_coll_device_side recv = { packed, (MPI_Count)(blk * (size_t)n), hashi_type_get(MPI_BYTE),
+                                                 blk * (size_t)n, 0 };
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLGATHER, .comm = c, .bytes = blk };
+    int rc;
+    if (!s) {
+        rc = hashi_coll_device_blocks(&a, &send, &recv);
+        for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+            hashi_type_unpack((char *)recvbuf + displs[i] * ext, rcount, rt, 0, packed + (size_t)i * blk, blk);
+        free(packed);
+        return rc;
+    }
+    rc = hashi_coll_device_blocks_step(s, &a, &send, sendbuf == MPI_IN_PLACE ? rtype : stype, &recv, MPI_BYTE);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        rc = hashi_sched_copy(s, packed + (size_t)i * blk, (MPI_Count)blk, MPI_BYTE, (char *)recvbuf + displs[i] * ext,
+                              rcount, rtype);
+    return rc;
 }
 
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
@@ -259,8 +322,11 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
             return rc;
     }
 
-    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
-        rc = device_allgather(sendbuf, scount, st, recvbuf, rcount, rt, c);
+    /* Allgatherv's equal counts: the allgather on the device. */
+    MPI_Count veq = is_v ? equal_count(rcounts, c->size) : -1;
+    if (call->mode == HASHI_COLL_BLOCKING && (!is_v || veq >= 0)) {
+        rc = is_v ? device_allgatherv(NULL, sendbuf, scount, st, stype, recvbuf, veq, displs, rt, rtype, c)
+                  : device_allgather(sendbuf, scount, st, recvbuf, rcount, rt, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)
@@ -271,12 +337,13 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
         return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(call->func, comm, rc, "the node-aware allgather failed");
     struct hashi_sched *s = hashi_sched_create(c);
     /* Nonblocking and persistent: the device's operation where it takes the call. */
-    rc = s && call->mode != HASHI_COLL_BLOCKING && !is_v
-             ? device_allgather_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, c)
-             : HASHI_DEVICE_COLL_DECLINE;
+    rc = !s || call->mode == HASHI_COLL_BLOCKING ? HASHI_DEVICE_COLL_DECLINE
+         : !is_v   ? device_allgather_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, c)
+         : veq >= 0 ? device_allgatherv(s, sendbuf, scount, st, stype, recvbuf, veq, displs, rt, rtype, c)
+                    : HASHI_DEVICE_COLL_DECLINE;
     if (s && !is_v && rc == HASHI_DEVICE_COLL_DECLINE)
         rc = hashi_coll_hier_allgather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, c);
-    if (s && (is_v || rc == HASHI_COLL_FLAT))
+    if (s && ((is_v && rc == HASHI_DEVICE_COLL_DECLINE) || rc == HASHI_COLL_FLAT))
         rc = hashi_coll_build_allgather(s, c, sendbuf, scount, stype, recvbuf, rcount, is_v ? rcounts : NULL, displs,
                                         rtype);
     return hashi_coll_call_finish(call, comm, s, rc);

@@ -142,13 +142,14 @@ int hashi_coll_build_allreduce(struct hashi_sched *s, const void *sendbuf, void 
 }
 
 /*
- * The device's allreduce (root < 0) or reduce; HASHI_DEVICE_COLL_DECLINE when
- * it has none or does not take this case. Members may pass different
- * datatypes with one type signature, so the device sees the call as count'
- * elements of the single basic type the signature consists of (packed when
- * the layout is not contiguous): the offer rests on the signature, the op
- * and the count alone, the same on every member. A reduce's root passes its
- * contiguous buffer in place as is; its recvbuf means nothing elsewhere.
+ * The device's reductions: allreduce, reduce, scan, exscan and
+ * reduce_scatter_block (kind: HASHI_DEVICE_OP_*). Members may pass
+ * different datatypes with one type signature, so the device sees the call
+ * as count' elements of the single basic type the signature consists of
+ * (packed when the layout is not contiguous): the offer rests on the
+ * signature, the op and the count alone, the same on every member. A
+ * reduce's root passes its contiguous buffer in place as is; the device
+ * never sees any other kind's MPI_IN_PLACE.
  */
 /* The single basic type a reduction's signature consists of, and how many
  * of it: what the device sees (0: none, decline). */
@@ -163,97 +164,149 @@ static int device_basic(const struct MPI_ABI_Datatype *t, MPI_Datatype type, MPI
     return 1;
 }
 
-int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
-                                int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
+/* What one member of a reduction of `kind` hands the device and gets
+ * back: the input's elements (reduce_scatter_block: a block for every
+ * member) and whether a result comes (a reduce's root, an exscan's ranks
+ * above 0, everyone else). */
+struct device_reduction_shape {
+    MPI_Count in_count;
+    size_t in_bytes, out_bytes;
+    int has_result, in_contig, out_contig;
+};
+
+static void device_reduction_shape(int kind, MPI_Count count, int root, const struct MPI_ABI_Datatype *t,
+                                   const struct MPI_ABI_Comm *c, struct device_reduction_shape *sh)
 {
-    int is_root = root < 0 || root == c->rank;
-    if (root < 0 ? !hashi_device->coll.allreduce : !hashi_device->coll.reduce)
-        return HASHI_DEVICE_COLL_DECLINE;
+    sh->in_count = kind == HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK ? count * c->size : count;
+    sh->in_bytes = (size_t)hashi_type_bytes(t, sh->in_count);
+    sh->out_bytes = (size_t)hashi_type_bytes(t, count);
+    sh->has_result = kind == HASHI_DEVICE_OP_REDUCE   ? c->rank == root
+                     : kind == HASHI_DEVICE_OP_EXSCAN ? c->rank > 0
+                                                      : 1;
+    sh->in_contig = hashi_type_is_contig_count(t, sh->in_count);
+    sh->out_contig = hashi_type_is_contig_count(t, count);
+}
+
+/* The device's blocking entry for kind, on contiguous basic elements. */
+static int device_reduction_run(int kind, const void *in, void *out, MPI_Count n, MPI_Datatype basic, MPI_Op op,
+                                int root, struct MPI_ABI_Comm *c)
+{
+    const struct hashi_device_coll_ops *ops = &hashi_device->coll;
+    switch (kind) {
+    case HASHI_DEVICE_OP_ALLREDUCE:
+        return ops->allreduce(in, out, n, basic, op, c);
+    case HASHI_DEVICE_OP_REDUCE:
+        return ops->reduce(in, out, n, basic, op, root, c);
+    case HASHI_DEVICE_OP_SCAN:
+    case HASHI_DEVICE_OP_EXSCAN:
+        return ops->scan(in, out, n, basic, op, kind == HASHI_DEVICE_OP_EXSCAN, c);
+    default:
+        return ops->reduce_scatter_block(in, out, n, basic, op, c);
+    }
+}
+
+static int device_reduction_offered(int kind)
+{
+    const struct hashi_device_coll_ops *ops = &hashi_device->coll;
+    switch (kind) {
+    case HASHI_DEVICE_OP_ALLREDUCE: return ops->allreduce != NULL;
+    case HASHI_DEVICE_OP_REDUCE: return ops->reduce != NULL;
+    case HASHI_DEVICE_OP_SCAN:
+    case HASHI_DEVICE_OP_EXSCAN: return ops->scan != NULL;
+    case HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK: return ops->reduce_scatter_block != NULL;
+    }
+    return 0;
+}
+
+int hashi_coll_device_reduction(int kind, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                                MPI_Op op, int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
+{
     MPI_Datatype basic;
     MPI_Count n;
-    if (!device_basic(t, type, count, &basic, &n))
+    if (!device_reduction_offered(kind) || !device_basic(t, type, count, &basic, &n))
         return HASHI_DEVICE_COLL_DECLINE;
-    size_t bytes = (size_t)hashi_type_bytes(t, count);
-    int contig = hashi_type_is_contig_count(t, count);
-    if (contig && (sendbuf != MPI_IN_PLACE || root >= 0)) {
-        const char *in = (const char *)(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf) + t->true_lb;
-        char *out = is_root ? (char *)recvbuf + t->true_lb : NULL;
-        return root < 0 ? hashi_device->coll.allreduce(in, out, n, basic, op, c)
-                        : hashi_device->coll.reduce(in, out, n, basic, op, root, c);
-    }
-    /* An allreduce's MPI_IN_PLACE (all members pass it alike) goes packed
-     * up to the slot size only. A scattered layout is packed at every size
-     * the caller offers: declining it would take this member alone off the
-     * device's path when its peers' layouts are contiguous. */
-    if (sendbuf == MPI_IN_PLACE && root < 0 && bytes > hashi_device->coll.max_bytes)
+    struct device_reduction_shape sh;
+    device_reduction_shape(kind, count, root, t, c, &sh);
+    int in_place = sendbuf == MPI_IN_PLACE;
+    const void *input = in_place ? recvbuf : sendbuf;
+    /* Only a reduce's root hands its buffer over as both input and result. */
+    int in_packed = !sh.in_contig || (in_place && kind != HASHI_DEVICE_OP_REDUCE);
+    int out_packed = sh.has_result && !sh.out_contig;
+    /* MPI_IN_PLACE (all members pass it alike) goes packed up to the slot
+     * size only. A scattered layout is packed at every size the caller
+     * offers: declining it would take this member alone off the device's
+     * path when its peers' layouts are contiguous. */
+    if (in_place && kind != HASHI_DEVICE_OP_REDUCE && sh.out_bytes > hashi_device->coll.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
-    /* The device never sees an allreduce's MPI_IN_PLACE or a scattered
-     * layout: give it packed copies. A failed malloc is an error, not a
-     * decline, or this member alone would leave the device's path. */
+    /* A failed malloc is an error, not a decline, or this member alone
+     * would leave the device's path. */
     char small_in[256], small_out[256];
-    char *in = bytes <= sizeof small_in ? small_in : malloc(bytes);
-    char *out = !is_root ? NULL
-                : contig ? (char *)recvbuf + t->true_lb
-                : bytes <= sizeof small_out ? small_out : malloc(bytes);
+    char *in = !in_packed                         ? (char *)input + t->true_lb
+               : sh.in_bytes <= sizeof small_in ? small_in
+                                                : malloc(sh.in_bytes);
+    char *out = !sh.has_result ? NULL
+                : !out_packed  ? (char *)recvbuf + t->true_lb
+                : sh.out_bytes <= sizeof small_out ? small_out : malloc(sh.out_bytes);
     int rc = MPI_ERR_NO_MEM;
-    if (in && (out || !is_root)) {
-        hashi_type_pack(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, t, 0, in, bytes);
-        rc = root < 0 ? hashi_device->coll.allreduce(in, out, n, basic, op, c)
-                      : hashi_device->coll.reduce(in, out, n, basic, op, root, c);
-        if (rc == MPI_SUCCESS && is_root && !contig)
-            hashi_type_unpack(recvbuf, count, t, 0, out, bytes);
+    if (in && (out || !sh.has_result)) {
+        if (in_packed)
+            hashi_type_pack(input, sh.in_count, t, 0, in, sh.in_bytes);
+        rc = device_reduction_run(kind, in, out, n, basic, op, root, c);
+        if (rc == MPI_SUCCESS && out_packed)
+            hashi_type_unpack(recvbuf, count, t, 0, out, sh.out_bytes);
     }
-    if (in && in != small_in)
+    if (in_packed && in && in != small_in)
         free(in);
-    if (out && !contig && out != small_out)
+    if (out_packed && out && out != small_out)
         free(out);
     return rc;
 }
 
 /*
- * Nonblocking and persistent allreduce (root < 0) or reduce: the device's
- * operation up to its max_bytes (the blocking rule's first case), on the
- * basic type as above. The device never sees MPI_IN_PLACE, sendbuf ==
- * recvbuf or a scattered layout: copy steps pack the input into schedule
- * scratch before it, and unpack a scattered result after it.
+ * Nonblocking and persistent reductions: the device's operation up to its
+ * max_bytes (the blocking rule's first case; reduce_scatter_block: a
+ * block), on the basic type as above. The device never sees MPI_IN_PLACE,
+ * sendbuf == recvbuf or a scattered layout: copy steps pack the input into
+ * schedule scratch before it, and unpack a scattered result after it.
  * HASHI_DEVICE_COLL_DECLINE: nothing added.
  */
-int hashi_coll_device_reduction_step(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
-                                     MPI_Datatype type, MPI_Op op, int root, const struct MPI_ABI_Datatype *t,
-                                     struct MPI_ABI_Comm *c)
+int hashi_coll_device_reduction_step(struct hashi_sched *s, int kind, const void *sendbuf, void *recvbuf,
+                                     MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                                     const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c)
 {
     size_t bytes = (size_t)hashi_type_bytes(t, count);
     MPI_Datatype basic;
     MPI_Count n;
     if (c->size == 1 || count == 0 || bytes > hashi_device->coll.max_bytes || !device_basic(t, type, count, &basic, &n))
         return HASHI_DEVICE_COLL_DECLINE;
-    int is_root = root < 0 || root == c->rank, contig = hashi_type_is_contig_count(t, count);
+    struct device_reduction_shape sh;
+    device_reduction_shape(kind, count, root, t, c, &sh);
     int mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
     const char *in = sendbuf == MPI_IN_PLACE ? NULL : (const char *)sendbuf;
-    char *out = is_root && contig ? (char *)recvbuf + t->true_lb : NULL;
-    if (in && contig && (!out || in + t->true_lb != out)) {
+    char *out = sh.has_result && sh.out_contig ? (char *)recvbuf + t->true_lb : NULL;
+    if (in && sh.in_contig && (!out || in + t->true_lb != out)) {
         in += t->true_lb;
     } else {
         /* MPI_IN_PLACE (the input is recvbuf) or scattered: packed. */
-        char *packed = hashi_sched_scratch(s, bytes);
+        char *packed = hashi_sched_scratch(s, sh.in_bytes);
         if (!packed)
             return MPI_ERR_NO_MEM;
-        rc = hashi_sched_copy(s, in ? in : recvbuf, count, type, packed, (MPI_Count)bytes, MPI_BYTE);
+        rc = hashi_sched_copy(s, in ? in : recvbuf, sh.in_count, type, packed, (MPI_Count)sh.in_bytes, MPI_BYTE);
         if (rc == MPI_SUCCESS)
             rc = hashi_sched_fence(s);
         in = packed;
     }
-    if (rc == MPI_SUCCESS && is_root && !out && !(out = hashi_sched_scratch(s, bytes)))
+    if (rc == MPI_SUCCESS && sh.has_result && !out && !(out = hashi_sched_scratch(s, bytes)))
         rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
         rc = hashi_sched_device(s, &(struct hashi_device_coll_args){
-            .kind = root < 0 ? HASHI_DEVICE_OP_ALLREDUCE : HASHI_DEVICE_OP_REDUCE, .comm = c, .sendbuf = in,
-            .recvbuf = out, .bytes = bytes, .count = n, .type = basic, .op = op, .root = root });
+            .kind = (enum hashi_device_coll_kind)kind, .comm = c, .sendbuf = in, .recvbuf = out, .bytes = bytes,
+            .count = n, .type = basic, .op = op, .root = root });
     if (rc == HASHI_DEVICE_COLL_DECLINE) {
         hashi_sched_rollback(s, mark);
         return rc;
     }
-    if (rc == MPI_SUCCESS && is_root && !contig && (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && sh.has_result && !sh.out_contig && (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
         rc = hashi_sched_copy(s, out, (MPI_Count)bytes, MPI_BYTE, recvbuf, count, type);
     return rc;
 }
@@ -272,7 +325,7 @@ static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, vo
                                      : hashi_err_comm(call->func, comm, rc, "the node-aware allreduce failed");
         rc = hashi_coll_device_reduction_ok(c, 1, (size_t)hashi_type_bytes(t, count), count,
                                             hashi_op_is_commutative(op))
-                 ? hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, -1, t, c)
+                 ? hashi_coll_device_reduction(HASHI_DEVICE_OP_ALLREDUCE, sendbuf, recvbuf, count, type, op, -1, t, c)
                  : HASHI_DEVICE_COLL_DECLINE;
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
@@ -282,7 +335,7 @@ static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, vo
     struct hashi_sched *s = hashi_sched_create(c);
     rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
     if (s && call->mode != HASHI_COLL_BLOCKING)
-        rc = hashi_coll_device_reduction_step(s, sendbuf, recvbuf, count, type, op, -1, t, c);
+        rc = hashi_coll_device_reduction_step(s, HASHI_DEVICE_OP_ALLREDUCE, sendbuf, recvbuf, count, type, op, -1, t, c);
     if (rc == HASHI_DEVICE_COLL_DECLINE)
         rc = hashi_coll_build_allreduce(s, sendbuf, recvbuf, count, type, op, c);
     return hashi_coll_call_finish(call, comm, s, rc);

@@ -245,7 +245,8 @@ static int device_alltoall(const void *sendbuf, MPI_Count scount, const struct M
         return HASHI_DEVICE_COLL_DECLINE;
     struct hashi_coll_device_side send, recv;
     alltoall_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks(hashi_device->coll.alltoall, &send, &recv, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLTOALL, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks(&a, &send, &recv);
 }
 
 /* Nonblocking and persistent: the same sides as a device operation step. */
@@ -256,8 +257,8 @@ static int device_alltoall_step(struct hashi_sched *s, const void *sendbuf, MPI_
 {
     struct hashi_coll_device_side send, recv;
     alltoall_sides(sendbuf, scount, st, recvbuf, rcount, rt, blk, c, &send, &recv);
-    return hashi_coll_device_blocks_step(s, HASHI_DEVICE_OP_ALLTOALL, &send, sendbuf == MPI_IN_PLACE ? rtype : stype,
-                                         &recv, rtype, blk, c);
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_ALLTOALL, .comm = c, .bytes = blk };
+    return hashi_coll_device_blocks_step(s, &a, &send, sendbuf == MPI_IN_PLACE ? rtype : stype, &recv, rtype);
 }
 
 /* ---- the three calls ---- */

@@ -174,17 +174,20 @@ enum hashi_coll_alg hashi_coll_select(enum hashi_alg_choice_for coll, const stru
 int hashi_coll_device_reduction_ok(const struct MPI_ABI_Comm *c, int allreduce, size_t bytes, MPI_Count count,
                                    int commutative);
 
-/* The device's allreduce (root < 0) or reduce for a checked call: the
- * device's result, or HASHI_DEVICE_COLL_DECLINE (allreduce.c). */
-int hashi_coll_device_reduction(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
-                                int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c);
+/* The device's reduction of `kind` (device.h: HASHI_DEVICE_OP_ALLREDUCE,
+ * _REDUCE with root, _SCAN, _EXSCAN, _REDUCE_SCATTER_BLOCK with count the
+ * elements of one block) for a checked call, offered on shared grounds by
+ * the caller: the device's result, or HASHI_DEVICE_COLL_DECLINE
+ * (allreduce.c). */
+int hashi_coll_device_reduction(int kind, const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                                MPI_Op op, int root, const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c);
 
 /* The same as a step of a nonblocking or persistent schedule (up to the
  * device's max_bytes, with the packing it needs): MPI_SUCCESS, an error, or
  * HASHI_DEVICE_COLL_DECLINE with nothing added (allreduce.c). */
-int hashi_coll_device_reduction_step(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
-                                     MPI_Datatype type, MPI_Op op, int root, const struct MPI_ABI_Datatype *t,
-                                     struct MPI_ABI_Comm *c);
+int hashi_coll_device_reduction_step(struct hashi_sched *s, int kind, const void *sendbuf, void *recvbuf,
+                                     MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                                     const struct MPI_ABI_Datatype *t, struct MPI_ABI_Comm *c);
 
 /* ---- node-aware two-level algorithms (hier.c) ---- */
 

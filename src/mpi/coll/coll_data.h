@@ -172,7 +172,7 @@ static inline MPI_Datatype hashi_blocks_type(const struct hashi_coll_blocks *b, 
 /* Bytes of data in block i. */
 size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i);
 
-/* ---- the device's block collectives (alltoall, allgather) ---- */
+/* ---- the device's block collectives (alltoall, allgather, gather, scatter) ---- */
 
 /* Whether a blocking broadcast of `bytes` (allgather, alltoall: a block of
  * `bytes`) goes to the device (select.c): up to its max_bytes always, above
@@ -192,20 +192,21 @@ struct hashi_coll_device_side {
     size_t bytes;
     int must_pack;
 };
-/* Run op (a hashi_device->coll entry taking contiguous bytes) on send and
- * recv, packing and unpacking where the layouts need it; blk is the
- * per-rank block. op's result, or MPI_ERR_NO_MEM. */
-int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),
-                             const struct hashi_coll_device_side *send, const struct hashi_coll_device_side *recv,
-                             size_t blk, struct MPI_ABI_Comm *c);
+/* Run the block collective a describes (its kind, comm, bytes: one
+ * member's block, root) through the device's blocking entry on send and
+ * recv (NULL: this member has nothing on that side), packing and unpacking
+ * where the layouts need it. The device's result, or MPI_ERR_NO_MEM. */
+struct hashi_device_coll_args;
+int hashi_coll_device_blocks(const struct hashi_device_coll_args *a, const struct hashi_coll_device_side *send,
+                             const struct hashi_coll_device_side *recv);
 /* The same as a step of a nonblocking or persistent schedule: the device's
- * operation `kind` (device.h: HASHI_DEVICE_OP_ALLTOALL or _ALLGATHER), with
- * copy steps packing send before it and unpacking recv after it where the
- * layouts need it (stype, rtype: their handles). Offered up to the device's
- * max_bytes per block (the blocking rule's first case). MPI_SUCCESS, an
- * error, or HASHI_DEVICE_COLL_DECLINE with nothing added. */
-int hashi_coll_device_blocks_step(struct hashi_sched *s, int kind, const struct hashi_coll_device_side *send,
-                                  MPI_Datatype stype, const struct hashi_coll_device_side *recv, MPI_Datatype rtype,
-                                  size_t blk, struct MPI_ABI_Comm *c);
+ * operation a describes, with copy steps packing send before it and
+ * unpacking recv after it where the layouts need it (stype, rtype: their
+ * handles). Offered up to the device's max_bytes per block (the blocking
+ * rule's first case). MPI_SUCCESS, an error, or HASHI_DEVICE_COLL_DECLINE
+ * with nothing added. */
+int hashi_coll_device_blocks_step(struct hashi_sched *s, const struct hashi_device_coll_args *a,
+                                  const struct hashi_coll_device_side *send, MPI_Datatype stype,
+                                  const struct hashi_coll_device_side *recv, MPI_Datatype rtype);
 
 #endif

@@ -176,25 +176,54 @@ int hashi_coll_is_root(MPI_Comm comm, int root)
     return c && c->rank == root;
 }
 
-int hashi_coll_device_blocks_step(struct hashi_sched *s, int kind, const struct hashi_coll_device_side *send,
-                                  MPI_Datatype stype, const struct hashi_coll_device_side *recv, MPI_Datatype rtype,
-                                  size_t blk, struct MPI_ABI_Comm *c)
+/* The device's blocking entry for a block collective (a's kind). */
+static int device_blocks_run(const struct hashi_device_coll_args *a)
 {
-    if (c->size < 2 || blk == 0 || blk > hashi_device->coll.max_bytes)
+    const struct hashi_device_coll_ops *ops = &hashi_device->coll;
+    switch (a->kind) {
+    case HASHI_DEVICE_OP_ALLTOALL:
+        return ops->alltoall(a->sendbuf, a->recvbuf, a->bytes, a->comm);
+    case HASHI_DEVICE_OP_ALLGATHER:
+        return ops->allgather(a->sendbuf, a->recvbuf, a->bytes, a->comm);
+    case HASHI_DEVICE_OP_GATHER:
+        return ops->gather(a->sendbuf, a->recvbuf, a->bytes, a->root, a->comm);
+    case HASHI_DEVICE_OP_SCATTER:
+        return ops->scatter(a->sendbuf, a->recvbuf, a->bytes, a->root, a->comm);
+    default:
         return HASHI_DEVICE_COLL_DECLINE;
-    int send_packed = send->must_pack || !hashi_type_is_contig_count(send->type, send->count);
-    int recv_packed = !hashi_type_is_contig_count(recv->type, recv->count);
+    }
+}
+
+static int side_packed(const struct hashi_coll_device_side *side)
+{
+    return side && (side->must_pack || !hashi_type_is_contig_count(side->type, side->count));
+}
+
+static char *side_in_place(const struct hashi_coll_device_side *side)
+{
+    return side ? (char *)side->buf + side->type->true_lb : NULL;
+}
+
+int hashi_coll_device_blocks_step(struct hashi_sched *s, const struct hashi_device_coll_args *a,
+                                  const struct hashi_coll_device_side *send, MPI_Datatype stype,
+                                  const struct hashi_coll_device_side *recv, MPI_Datatype rtype)
+{
+    if (a->comm->size < 2 || a->bytes == 0 || a->bytes > hashi_device->coll.max_bytes)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int send_packed = side_packed(send), recv_packed = side_packed(recv);
     int mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
-    char *src = send_packed ? hashi_sched_scratch(s, send->bytes) : (char *)send->buf + send->type->true_lb;
-    char *dst = recv_packed ? hashi_sched_scratch(s, recv->bytes) : (char *)recv->buf + recv->type->true_lb;
-    if (!src || !dst)
+    char *src = send_packed ? hashi_sched_scratch(s, send->bytes) : side_in_place(send);
+    char *dst = recv_packed ? hashi_sched_scratch(s, recv->bytes) : side_in_place(recv);
+    if ((send_packed && !src) || (recv_packed && !dst))
         return MPI_ERR_NO_MEM;
     if (send_packed &&
         (rc = hashi_sched_copy(s, send->buf, send->count, stype, src, (MPI_Count)send->bytes, MPI_BYTE)) == MPI_SUCCESS)
         rc = hashi_sched_fence(s);
+    struct hashi_device_coll_args args = *a;
+    args.sendbuf = src;
+    args.recvbuf = dst;
     if (rc == MPI_SUCCESS)
-        rc = hashi_sched_device(s, &(struct hashi_device_coll_args){ .kind = (enum hashi_device_coll_kind)kind, .comm = c,
-                                                                     .sendbuf = src, .recvbuf = dst, .bytes = blk });
+        rc = hashi_sched_device(s, &args);
     if (rc == HASHI_DEVICE_COLL_DECLINE) {
         hashi_sched_rollback(s, mark);
         return rc;
@@ -204,12 +233,10 @@ int hashi_coll_device_blocks_step(struct hashi_sched *s, int kind, const struct 
     return rc;
 }
 
-int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_t blk, struct MPI_ABI_Comm *c),
-                             const struct hashi_coll_device_side *send, const struct hashi_coll_device_side *recv,
-                             size_t blk, struct MPI_ABI_Comm *c)
+int hashi_coll_device_blocks(const struct hashi_device_coll_args *a, const struct hashi_coll_device_side *send,
+                             const struct hashi_coll_device_side *recv)
 {
-    int send_packed = send->must_pack || !hashi_type_is_contig_count(send->type, send->count);
-    int recv_packed = !hashi_type_is_contig_count(recv->type, recv->count);
+    int send_packed = side_packed(send), recv_packed = side_packed(recv);
     char small[512];
     size_t need = (send_packed ? send->bytes : 0) + (recv_packed ? recv->bytes : 0);
     char *tmp = need <= sizeof small ? small : malloc(need);
@@ -217,11 +244,12 @@ int hashi_coll_device_blocks(int (*op)(const void *sendbuf, void *recvbuf, size_
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     if (send_packed)
         hashi_type_pack(send->buf, send->count, send->type, 0, tmp, send->bytes);
-    const char *src = send_packed ? tmp : (const char *)send->buf + send->type->true_lb;
-    char *dst = recv_packed ? tmp + (send_packed ? send->bytes : 0) : (char *)recv->buf + recv->type->true_lb;
-    int rc = op(src, dst, blk, c);
+    struct hashi_device_coll_args args = *a;
+    args.sendbuf = send_packed ? tmp : side_in_place(send);
+    args.recvbuf = recv_packed ? tmp + (send_packed ? send->bytes : 0) : side_in_place(recv);
+    int rc = device_blocks_run(&args);
     if (rc == MPI_SUCCESS && recv_packed)
-        hashi_type_unpack(recv->buf, recv->count, recv->type, 0, dst, recv->bytes);
+        hashi_type_unpack(recv->buf, recv->count, recv->type, 0, args.recvbuf, recv->bytes);
     if (tmp != small)
         free(tmp);
     return rc;

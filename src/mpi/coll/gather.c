@@ -7,8 +7,11 @@
  * The root receives each child's subtree directly into recvbuf with the
  * receive type; only a subtree whose ranks wrap past n - 1 goes through
  * scratch. Gatherv is linear (the counts are known at the root only).
+ * Gather asks the device first (device_gather).
  */
 #include "mpi/coll/coll_data.h"
+
+#include "device/device.h"
 
 #include <stdlib.h>
 
@@ -130,6 +133,38 @@ int hashi_coll_build_gather(struct hashi_sched *s, const struct MPI_ABI_Comm *c,
     return gather_linear(s, c, &a, blk);
 }
 
+/*
+ * The device's gather, blocking (s NULL) or as a device step of s: every
+ * member's block into the root's recvbuf in rank order, as contiguous bytes
+ * (layouts that are not are packed), offered up to the device's max_bytes
+ * per block: the block size decides, the same on every member. The root's
+ * MPI_IN_PLACE block is in its place already. HASHI_DEVICE_COLL_DECLINE
+ * when the device has no gather or declines (nothing added to s).
+ */
+static int device_gather(struct hashi_sched *s, const struct gather_args *ga, size_t blk, struct MPI_ABI_Comm *c)
+{
+    if (c->size < 2 || blk == 0 || blk > hashi_device->coll.max_bytes || (!s && !hashi_device->coll.gather))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int is_root = c->rank == ga->root;
+    const struct MPI_ABI_Datatype *rt = is_root ? hashi_type_get(ga->rtype) : NULL;
+    struct hashi_coll_device_side send, recv;
+    MPI_Datatype stype = ga->stype;
+    if (ga->sendbuf == MPI_IN_PLACE) {
+        char *own = (char *)ga->recvbuf + (MPI_Aint)ga->root * ga->rcount * hashi_type_extent(rt);
+        send = (struct hashi_coll_device_side){ own, ga->rcount, rt, blk, 0 };
+        stype = ga->rtype;
+    } else {
+        send = (struct hashi_coll_device_side){ (void *)ga->sendbuf, ga->scount, hashi_type_get(ga->stype), blk, 0 };
+    }
+    if (is_root)
+        recv = (struct hashi_coll_device_side){ ga->recvbuf, ga->rcount * c->size, rt, blk * (size_t)c->size, 0 };
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_GATHER, .comm = c, .bytes = blk,
+                                              .root = ga->root };
+    const struct hashi_coll_device_side *to = is_root ? &recv : NULL;
+    return s ? hashi_coll_device_blocks_step(s, &a, &send, stype, to, ga->rtype)
+             : hashi_coll_device_blocks(&a, &send, to);
+}
+
 static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                   void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                   MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -142,14 +177,26 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
     if (!c)
         return rc;
 
-    struct hashi_sched *s = hashi_sched_create(c);
-    if (s && is_v) {
-        struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
-        rc = gather_linear(s, c, &a, blk);
-    } else if (s && (rc = hashi_coll_hier_gather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
-                        HASHI_COLL_FLAT) {
-        rc = hashi_coll_build_gather(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
+    struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
+    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
+        rc = device_gather(NULL, &a, blk, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's gather failed");
     }
+    struct hashi_sched *s = hashi_sched_create(c);
+    /* Nonblocking and persistent: the device's operation where it takes the
+     * call; else the two levels where they apply, else the flat algorithms. */
+    int declined = 1;
+    if (s && !is_v && call->mode != HASHI_COLL_BLOCKING)
+        declined = (rc = device_gather(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
+    if (s && declined && !is_v)
+        declined = (rc = hashi_coll_hier_gather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
+                   HASHI_COLL_FLAT;
+    if (s && declined)
+        rc = is_v ? gather_linear(s, c, &a, blk)
+                  : hashi_coll_build_gather(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

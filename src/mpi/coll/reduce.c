@@ -112,7 +112,7 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
             return rc == MPI_SUCCESS ? MPI_SUCCESS : hashi_err_comm(func, comm, rc, "the node-aware reduce failed");
         rc = hashi_coll_device_reduction_ok(c, 0, (size_t)hashi_type_bytes(t, count), count,
                                             hashi_op_is_commutative(op))
-                 ? hashi_coll_device_reduction(sendbuf, recvbuf, count, type, op, root, t, c)
+                 ? hashi_coll_device_reduction(HASHI_DEVICE_OP_REDUCE, sendbuf, recvbuf, count, type, op, root, t, c)
                  : HASHI_DEVICE_COLL_DECLINE;
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
@@ -122,7 +122,7 @@ static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void 
     struct hashi_sched *s = hashi_sched_create(c);
     rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
     if (s && call->mode != HASHI_COLL_BLOCKING)
-        rc = hashi_coll_device_reduction_step(s, sendbuf, recvbuf, count, type, op, root, t, c);
+        rc = hashi_coll_device_reduction_step(s, HASHI_DEVICE_OP_REDUCE, sendbuf, recvbuf, count, type, op, root, t, c);
     if (rc == HASHI_DEVICE_COLL_DECLINE)
         rc = hashi_coll_build_reduce(s, sendbuf, recvbuf, count, type, op, root, c);
     return hashi_coll_call_finish(call, comm, s, rc);

@@ -9,9 +9,13 @@
  *    once.
  *  - reduce + scatter (non-commutative ops): the binomial reduce keeps rank
  *    order; rank 0 then sends each rank its block.
+ * Equal blocks up to the device's max_bytes go to the device first, in
+ * every form (reduce_scatter() below, hashi_coll_device_reduction).
  */
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
+
+#include "device/device.h"
 
 #include <stdlib.h>
 
@@ -107,6 +111,17 @@ int hashi_coll_build_reduce_scatter(struct hashi_sched *s, const void *sendbuf, 
     return rc;
 }
 
+/* The block every member gets when all get the same count (every
+ * Reduce_scatter_block, and a Reduce_scatter whose recvcounts, the same
+ * array on every member, agree), else -1. */
+static MPI_Count equal_block(const MPI_Count counts[], int n)
+{
+    for (int i = 1; i < n; i++)
+        if (counts[i] != counts[0])
+            return -1;
+    return counts[0];
+}
+
 /* Checks shared by both calls; counts has comm-size entries. */
 static int reduce_scatter(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf,
                           const MPI_Count counts[], MPI_Datatype type, MPI_Op op, struct MPI_ABI_Comm *c,
@@ -125,8 +140,25 @@ static int reduce_scatter(const struct hashi_coll_call *call, const void *sendbu
                                                  sendbuf == MPI_IN_PLACE ? total : counts[c->rank], t)) !=
         MPI_SUCCESS)
         return rc;
+    /* The device's reduce_scatter_block: equal blocks up to its slots, a
+     * block size every member shares. */
+    MPI_Count block = equal_block(counts, c->size);
+    int offered = c->size > 1 && block > 0 && (size_t)hashi_type_bytes(t, block) <= hashi_device->coll.max_bytes;
+    if (call->mode == HASHI_COLL_BLOCKING && offered) {
+        rc = hashi_coll_device_reduction(HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, block, type, op, -1, t,
+                                         c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's reduce_scatter failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_reduce_scatter(s, sendbuf, recvbuf, counts, type, op, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING && offered)
+        rc = hashi_coll_device_reduction_step(s, HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK, sendbuf, recvbuf, block, type,
+                                              op, -1, t, c);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_reduce_scatter(s, sendbuf, recvbuf, counts, type, op, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

@@ -6,9 +6,13 @@
  * partial in rank order. ceil(log2 n) steps, any op (rank order is kept).
  * Exscan's result on rank r covers ranks 0 .. r-1: the first partial a rank
  * receives from below is copied in instead of combined; rank 0's recvbuf is
- * left alone, as the standard says it is undefined.
+ * left alone, as the standard says it is undefined. Vectors up to the
+ * device's max_bytes go to the device first (blocking, nonblocking and
+ * persistent alike): the vector's size decides, the same on every member.
  */
 #include "mpi/coll/coll.h"
+
+#include "device/device.h"
 
 int hashi_coll_build_scan(struct hashi_sched *s, const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype type, MPI_Op op, int exclusive, struct MPI_ABI_Comm *c)
@@ -72,8 +76,21 @@ static int scan(const struct hashi_coll_call *call, const void *sendbuf, void *r
     struct MPI_ABI_Comm *c = hashi_coll_call_allreduce(call, comm, sendbuf, recvbuf, count, type, op, &t, &rc);
     if (!c)
         return rc;
+    int kind = exclusive ? HASHI_DEVICE_OP_EXSCAN : HASHI_DEVICE_OP_SCAN;
+    if (call->mode == HASHI_COLL_BLOCKING && c->size > 1 && count > 0 &&
+        (size_t)hashi_type_bytes(t, count) <= hashi_device->coll.max_bytes) {
+        rc = hashi_coll_device_reduction(kind, sendbuf, recvbuf, count, type, op, -1, t, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's %s failed", exclusive ? "exscan" : "scan");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
-    rc = s ? hashi_coll_build_scan(s, sendbuf, recvbuf, count, type, op, exclusive, c) : MPI_ERR_NO_MEM;
+    rc = !s ? MPI_ERR_NO_MEM : HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        rc = hashi_coll_device_reduction_step(s, kind, sendbuf, recvbuf, count, type, op, -1, t, c);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = hashi_coll_build_scan(s, sendbuf, recvbuf, count, type, op, exclusive, c);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 

@@ -6,8 +6,11 @@
  * type, largest subtree first; inner nodes receive their subtree packed in
  * scratch and pass the parts on), linear for large blocks. Only a subtree
  * whose ranks wrap past n - 1 is packed at the root. Scatterv is linear.
+ * Scatter asks the device first (device_scatter).
  */
 #include "mpi/coll/coll_data.h"
+
+#include "device/device.h"
 
 #include <stdlib.h>
 
@@ -131,6 +134,32 @@ int hashi_coll_build_scatter(struct hashi_sched *s, const struct MPI_ABI_Comm *c
     return scatter_linear(s, c, &a, blk);
 }
 
+/*
+ * The device's scatter, blocking (s NULL) or as a device step of s: the
+ * root's block for each member into that member's recvbuf, as contiguous
+ * bytes (packed where a layout is not), offered up to the device's
+ * max_bytes per block, the same on every member. A root passing
+ * MPI_IN_PLACE receives nothing. HASHI_DEVICE_COLL_DECLINE when the device
+ * has no scatter or declines (nothing added to s).
+ */
+static int device_scatter(struct hashi_sched *s, const struct scatter_args *sa, size_t blk, struct MPI_ABI_Comm *c)
+{
+    if (c->size < 2 || blk == 0 || blk > hashi_device->coll.max_bytes || (!s && !hashi_device->coll.scatter))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int is_root = c->rank == sa->root, has_recv = sa->recvbuf != MPI_IN_PLACE;
+    struct hashi_coll_device_side send, recv;
+    if (is_root)
+        send = (struct hashi_coll_device_side){ (void *)sa->sendbuf, sa->scount * c->size, hashi_type_get(sa->stype),
+                                                blk * (size_t)c->size, 0 };
+    if (has_recv)
+        recv = (struct hashi_coll_device_side){ sa->recvbuf, sa->rcount, hashi_type_get(sa->rtype), blk, 0 };
+    const struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_SCATTER, .comm = c, .bytes = blk,
+                                              .root = sa->root };
+    const struct hashi_coll_device_side *from = is_root ? &send : NULL, *to = has_recv ? &recv : NULL;
+    return s ? hashi_coll_device_blocks_step(s, &a, from, sa->stype, to, sa->rtype)
+             : hashi_coll_device_blocks(&a, from, to);
+}
+
 static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount,
                    const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype, void *recvbuf,
                    MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -143,13 +172,26 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
     if (!c)
         return rc;
 
+    struct scatter_args a = { sendbuf, scount, is_v ? scounts : NULL, displs, stype, recvbuf, rcount, rtype, root };
+    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
+        rc = device_scatter(NULL, &a, blk, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's scatter failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s && is_v) {
-        struct scatter_args a = { sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root };
-        rc = scatter_linear(s, c, &a, blk);
-    } else if (s && (rc = hashi_coll_hier_scatter(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
-                        HASHI_COLL_FLAT) {
-        rc = hashi_coll_build_scatter(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
+    /* Nonblocking and persistent: the device's operation where it takes the
+     * call; else the two levels where they apply, else the flat algorithms. */
+    int declined = 1;
+    if (s && !is_v && call->mode != HASHI_COLL_BLOCKING)
+        declined = (rc = device_scatter(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
+    if (s && declined && !is_v)
+        declined = (rc = hashi_coll_hier_scatter(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
+                   HASHI_COLL_FLAT;
+    if (s && declined)
+        rc = is_v ? scatter_linear(s, c, &a, blk)
+                  : hashi_coll_build_scatter(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
     }
     return hashi_coll_call_finish(call, comm, s, rc);
 }
