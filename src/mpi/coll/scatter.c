@@ -192,7 +192,6 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
     if (s && declined)
         rc = is_v ? scatter_linear(s, c, &a, blk)
                   : hashi_coll_build_scatter(s, c, sendbuf, scount, stype, recvbuf, rcount, rtype, root);
-    }
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 
