@@ -1128,6 +1128,7 @@ int hashi_dn_progress(void)
         events += flush_queues();
     if (!events && hashi_am_unread_pulls)
         events = hashi_am_core_idle();   /* nothing else to do: read a waiting pull announcement */
+    hashi_transport_flush();    /* fabric: blocks this pass sent in a burst (queued ones retried) */
     return events;
 }
 
