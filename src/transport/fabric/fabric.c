@@ -114,6 +114,8 @@ static struct {
      * and no flush in between) join that peer's open batch. */
     size_t coalesce_max;            /* 0: off */
     size_t batch_cap;               /* bytes of a batch after its fab_hdr */
+    int64_t burst_ns;               /* HASHI_FABRIC_BURST_US: at most this long after the block before */
+    int64_t alloc_ns;               /* when the block being written was allocated */
     uint64_t pass;                  /* progress epoch: each fab_progress and flush moves it */
     int *batch_list;                /* peers with an open batch */
     size_t batch_count;
@@ -936,8 +938,9 @@ static struct fab_slot *block_slot(int peer)
  * Coalescing. Over tcp every message costs a send(2) at the sender and a
  * CQ entry, a credit and a reposted receive at the target, whatever its
  * size. So a block of at most coalesce_max bytes kicked to a peer in the
- * same pass as the block before it (a burst: MPI_Isend in a loop, with no
- * progress and no flush in between) is appended to that peer's open batch,
+ * same pass as the block before it (no progress and no flush in between)
+ * and less than burst_ns after it (a burst: MPI_Isend in a loop) is
+ * appended to that peer's open batch,
  * a slot holding blocks back to back (FAB_MSG_BATCH: each behind an
  * 8-byte length, padded to 8); the target hands them to on_block in order.
  * The first block of a burst leaves at once, so a ping-pong is unchanged.
@@ -1021,7 +1024,11 @@ static void *fab_block_alloc(int peer, size_t len, int *rc)
     if (p->batch_alloc)
         return p->batch->msg + sizeof(struct fab_hdr) + p->batch_len + FAB_ENTRY_HDR;
     if (!p->open) {
-        if (len <= res.coalesce_max && p->last_pass == res.pass) {
+        /* One clock read per block: a send that follows an old one (sent
+         * in MPI_Init, or before a computation) is no burst, and leaves now. */
+        if (res.coalesce_max)
+            res.alloc_ns = hashi_now_ns();
+        if (len <= res.coalesce_max && p->last_pass == res.pass && res.alloc_ns - p->last_kick_ns < res.burst_ns) {
             void *at = batch_alloc(peer, len);
             if (!at)
                 *rc = -EAGAIN;
@@ -1040,6 +1047,7 @@ static void fab_block_kick(int peer, size_t len)
 {
     struct fab_peer *p = &fab.peers[peer];
     p->last_pass = res.pass;
+    p->last_kick_ns = res.alloc_ns;
     if (p->batch_alloc) {
         /* Appended: its length in front, zero padding behind. */
         unsigned char *e = p->batch->msg + sizeof(struct fab_hdr) + p->batch_len;
@@ -1521,6 +1529,13 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     fab.credits = (int)credits;
     fab.credit_batch = fab.credits / 2 > 1 ? fab.credits / 2 : 1;
     res.coalesce_max = (size_t)hashi_param_int(HASHI_P_FABRIC_COALESCE);
+    int64_t burst_us = hashi_param_int(HASHI_P_FABRIC_BURST_US);
+    if (burst_us < 1 || burst_us > 1000000) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_BURST_US=%lld is out of range (1 .. 1000000)",
+                 (long long)burst_us);
+        return -1;
+    }
+    res.burst_ns = burst_us * 1000;
     /* A batch fills a largest message; its length must fit the header's field. */
     res.batch_cap = fab.max_msg - sizeof(struct fab_hdr);
     if (res.batch_cap > (FAB_LEN_MASK & ~(size_t)7))

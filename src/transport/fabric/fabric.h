@@ -139,6 +139,7 @@ struct fab_peer {
     int batch_alloc;                /* block_alloc'd into the batch, not kicked yet */
     int batch_listed;               /* in fabric.c's list of peers with a batch */
     uint64_t last_pass;             /* fab's progress epoch when the last block to it was kicked */
+    int64_t last_kick_ns;           /* and when (hashi_now_ns) */
     int credits;                    /* messages we may still send it */
     int owed;                       /* its messages consumed here, not yet credited back */
     int owed_listed;
