@@ -41,6 +41,10 @@
  *                        ("burst batched N"): blocks that went in batches
  *                        (HASHI_FABRIC_COALESCE), -1 where there is no such
  *                        counter (no fabric transport)
+ *   sendpair             rank 0 sends two small messages by blocking MPI_Send and
+ *                        then makes no MPI call for 1.5 s; rank 1 must have the
+ *                        second less than 1 s after the first (a blocking send
+ *                        hands a held burst to the network: send_flush)
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -488,6 +492,29 @@ static void mode_burst(int count)
         free(bufs[i]);
 }
 
+static void mode_sendpair(void)
+{
+    CHECK(size >= 2, "sendpair needs 2 ranks");
+    int v[2] = { 11, 22 };
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_MPI(MPI_Send(&v[0], 1, MPI_INT, 1, 0, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Send(&v[1], 1, MPI_INT, 1, 1, MPI_COMM_WORLD));
+        double until = now() + 1.5;
+        while (now() < until)
+            usleep(1000);   /* no MPI call: nothing progresses here */
+    } else if (rank == 1) {
+        int got[2] = { 0, 0 };
+        CHECK_MPI(MPI_Recv(&got[0], 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        double t = now();
+        CHECK_MPI(MPI_Recv(&got[1], 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        double gap = now() - t;
+        CHECK(got[0] == 11 && got[1] == 22, "received %d %d", got[0], got[1]);
+        CHECK(gap < 1.0, "the second blocking send arrived %.2f s after the first: held until the sender's next MPI call",
+              gap);
+    }
+}
+
 static void mode_foreign(void)
 {
     int v = 42;
@@ -540,6 +567,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "burst") == 0) {
         CHECK(argc == 3, "burst COUNT");
         mode_burst(atoi(argv[2]));
+    } else if (strcmp(mode, "sendpair") == 0) {
+        mode_sendpair();
     } else if (strcmp(mode, "foreign") == 0) {
         mode_foreign();
     } else {

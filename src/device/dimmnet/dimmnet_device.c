@@ -1802,6 +1802,8 @@ static int dn_connect(char *err, size_t errlen)
     if (hashi_transport_connect(err, errlen) != 0)
         return -1;
     dn.llcm = hashi_transport_llcm();
+    /* Blocking sends hand a held burst to the network (fabric coalescing). */
+    hashi_device_dimmnet.p2p.send_flush = hashi_tl_flush;
     /* RMA sizes the transports allow (the core splits bigger transfers). */
     size_t max_rma = SIZE_MAX;
     for (int r = 0; r < dn.npeers; r++) {
