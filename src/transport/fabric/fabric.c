@@ -367,15 +367,15 @@ static void deliver_batch(int src, const unsigned char *p, size_t len)
     int outer = res.in_batch;
     res.in_batch = 1;
     while (len) {
-        uint32_t blen;
-        if (len < FAB_ENTRY_HDR || (memcpy(&blen, p, sizeof blen), blen > len - FAB_ENTRY_HDR)) {
+        uint32_t blen = 0;
+        if (len >= FAB_ENTRY_HDR)
+            memcpy(&blen, p, sizeof blen);
+        size_t step = FAB_ENTRY_HDR + (((size_t)blen + 7) & ~(size_t)7);
+        if (len < step) {
             hashi_log("fabric transport: dropped the rest of a malformed batch from rank %d (%zu bytes)", src, len);
             break;
         }
         deliver_block(src, p + FAB_ENTRY_HDR, blen);
-        size_t step = FAB_ENTRY_HDR + ((blen + 7) & ~(size_t)7);
-        if (step > len)
-            break;
         p += step;
         len -= step;
     }
@@ -940,9 +940,9 @@ static struct fab_slot *block_slot(int peer)
  * size. So a block of at most coalesce_max bytes kicked to a peer in the
  * same pass as the block before it (no progress and no flush in between)
  * and less than burst_ns after it (a burst: MPI_Isend in a loop) is
- * appended to that peer's open batch,
- * a slot holding blocks back to back (FAB_MSG_BATCH: each behind an
- * 8-byte length, padded to 8); the target hands them to on_block in order.
+ * appended to that peer's open batch, a slot holding blocks back to back
+ * (FAB_MSG_BATCH: each behind an 8-byte length, padded to 8); the target
+ * hands them to on_block in order.
  * The first block of a burst leaves at once, so a ping-pong is unchanged.
  * A batch leaves when the next block does not fit, at the start and end of
  * every progress pass, on flush (the device's end of pass), and before any
@@ -1496,8 +1496,8 @@ static const struct hashi_pvar fab_pvars[] = {
     FAB_PVAR(credit_writes, "credits returned by a write of their own (not carried by a message)"),
     FAB_PVAR(cq_reads, "completion-queue reads"),
     FAB_PVAR(cq_empty_reads, "completion-queue reads that found nothing"),
-    FAB_PVAR(batches, "messages that carried several blocks of a burst (HASHI_FABRIC_COALESCE)"),
-    FAB_PVAR(batched, "blocks sent in those messages (all but the first of each burst)"),
+    FAB_PVAR(batches, "messages that carried the blocks of a burst after its first (HASHI_FABRIC_COALESCE)"),
+    FAB_PVAR(batched, "blocks sent in those messages"),
 };
 #undef FAB_PVAR
 
