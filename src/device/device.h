@@ -125,6 +125,14 @@ struct hashi_device_p2p_ops {
     int (*psend_init)(struct MPI_ABI_Request *req);
     int (*precv_init)(struct MPI_ABI_Request *req);
     void (*pfree)(struct MPI_ABI_Request *req);
+    /*
+     * Optional (NULL: nothing is held back): hand to the network what send_now
+     * kept back to send a burst as one message (dimmnet over fabric,
+     * docs/transport.md "Coalescing"). A blocking MPI_Send calls it after
+     * send_now, so its message is on its way when it returns; an MPI_Isend's
+     * waits for the next progress pass.
+     */
+    void (*send_flush)(void);
     /* Advance communication; returns how many events it handled (0: idle). */
     int (*progress)(void);
     /* The largest message the device sends eagerly (standard mode completes locally). */

@@ -19,6 +19,7 @@ extern const struct hashi_tl_ops hashi_tl_fabric_ops;
 const struct hashi_tl_ops **hashi_tl_peer;
 
 static const struct hashi_tl_ops *active[HASHI_TL_COUNT];  /* in use, by id */
+void (*hashi_tl_flush)(void);   /* the one transport in use that coalesces (fabric), or NULL */
 static unsigned char *served[HASHI_TL_COUNT];               /* per world rank */
 static struct hashi_tl_config config;
 static void *llcm_heap;                                     /* when no emu hosts it */
@@ -63,6 +64,8 @@ static int choose(char *err, size_t errlen)
         }
         served[t][r] = 1;
         active[t] = table_of(t);
+        if (active[t]->flush)
+            hashi_tl_flush = active[t]->flush;
     }
     return 0;
 }
@@ -119,6 +122,7 @@ void hashi_transport_finalize(void)
         free(served[t]);
         served[t] = NULL;
     }
+    hashi_tl_flush = NULL;
     free(hashi_tl_peer);
     hashi_tl_peer = NULL;
     free(llcm_heap);

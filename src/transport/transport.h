@@ -123,6 +123,11 @@ struct hashi_tl_ops {
     void (*finalize)(void);
     /* Deliver arrivals, run completions; returns events handled (0: idle). */
     int (*progress)(void);
+    /* Optional (NULL on emu): hand every block held back for coalescing to
+     * the network. Devices call it (hashi_transport_flush) at the end of a
+     * progress pass, after sends of their own made outside the transport's
+     * progress (queued messages retried). */
+    void (*flush)(void);
     /* Optional (NULL on emu): the wait object of hashi_transport_wait_fd. */
     int (*wait_fd)(void);
     int (*trywait)(void);
@@ -189,6 +194,9 @@ struct hashi_tl_ops {
      * peer's progress delivers it to on_block, in kick order per
      * (initiator, peer). One allocation may be open per peer at a time; the
      * caller kicks it before any other send to that peer. Wakes the peer.
+     * fabric may hold a small block kicked right after another to the same
+     * peer (a burst) to send them as one message: it leaves at the next
+     * progress pass or flush, or before any other traffic to that peer.
      */
     void *(*block_alloc)(int peer, size_t len, int *rc);
     void (*block_kick)(int peer, size_t len);
@@ -274,6 +282,14 @@ int hashi_transport_in_use(enum hashi_tl_id t);
 
 /* Progress every transport in use; returns events handled. */
 int hashi_transport_progress(void);
+/* Hand blocks held back for coalescing to the network (the flush op of
+ * the transport in use that has one; one load on emu alone). */
+extern void (*hashi_tl_flush)(void);
+static inline void hashi_transport_flush(void)
+{
+    if (hashi_tl_flush)
+        hashi_tl_flush();
+}
 
 /*
  * This rank's LLCM: llcm_size bytes, 8-byte aligned, zeroed at init, the same

@@ -33,6 +33,18 @@
  *                        no barrier in between (arrivals before their
  *                        receive are read by it later), then COUNT blocking
  *                        Sends each after its own Irecv
+ *   burst COUNT          rank 0 sends COUNT messages of 0 B - 8 KiB to rank 1 by
+ *                        MPI_Isend back to back (half of them to receives posted
+ *                        before a barrier, half to blocking receives after it);
+ *                        contents, status and order checked. Prints the
+ *                        fabric_batched delta of rank 0 around the Isends
+ *                        ("burst batched N"): blocks that went in batches
+ *                        (HASHI_FABRIC_COALESCE), -1 where there is no such
+ *                        counter (no fabric transport)
+ *   sendpair             rank 0 sends two small messages by blocking MPI_Send and
+ *                        then makes no MPI call for 1.5 s; rank 1 must have the
+ *                        second less than 1 s after the first (a blocking send
+ *                        hands a held burst to the network: send_flush)
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -416,6 +428,93 @@ static void mode_bidir(int count, size_t bytes)
     free(out);
 }
 
+/* A fabric transport counter (MPI_T), or -1 when the library has none. */
+static long long fabric_counter(const char *name)
+{
+    int idx, count, provided;
+    CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS, "MPI_T_init_thread");
+    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS) {
+        MPI_T_finalize();
+        return -1;
+    }
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h;
+    unsigned long long v = 0;
+    CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS, "MPI_T_pvar_session_create");
+    CHECK(MPI_T_pvar_handle_alloc(s, idx, NULL, &h, &count) == MPI_SUCCESS, "MPI_T_pvar_handle_alloc(%s)", name);
+    CHECK(MPI_T_pvar_read(s, h, &v) == MPI_SUCCESS, "MPI_T_pvar_read(%s)", name);
+    MPI_T_pvar_handle_free(s, &h);
+    MPI_T_pvar_session_free(&s);
+    MPI_T_finalize();
+    return (long long)v;
+}
+
+static void mode_burst(int count)
+{
+    static const size_t sizes[] = { 0, 1, 8, 100, 1000, 4095, 8192 };
+    const int nsizes = (int)(sizeof sizes / sizeof *sizes);
+    CHECK(size >= 2 && count >= 2 && count <= 256, "burst needs 2 ranks and 2 .. 256 messages");
+    unsigned char *bufs[256];
+    MPI_Request reqs[256];
+    for (int i = 0; i < count; i++) {
+        bufs[i] = malloc(8192);
+        CHECK(bufs[i], "out of memory");
+    }
+    int early = count / 2;
+    if (rank == 1)
+        for (int i = 0; i < early; i++)
+            CHECK_MPI(MPI_Irecv(bufs[i], 8192, MPI_BYTE, 0, i, MPI_COMM_WORLD, &reqs[i]));
+    if (rank == 0)
+        for (int i = 0; i < count; i++)
+            fill(bufs[i], sizes[i % nsizes], 0, i);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        long long before = fabric_counter("fabric_batched");
+        for (int i = 0; i < count; i++)
+            CHECK_MPI(MPI_Isend(bufs[i], (int)sizes[i % nsizes], MPI_BYTE, 1, i, MPI_COMM_WORLD, &reqs[i]));
+        long long after = fabric_counter("fabric_batched");
+        CHECK_MPI(MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE));
+        printf("burst batched %lld\n", before < 0 ? -1 : after - before);
+    } else if (rank == 1) {
+        MPI_Status st;
+        for (int i = 0; i < early; i++) {
+            CHECK_MPI(MPI_Wait(&reqs[i], &st));
+            check_status(&st, 0, i, sizes[i % nsizes]);
+            verify(bufs[i], sizes[i % nsizes], 0, i, "burst (posted first)");
+        }
+        for (int i = early; i < count; i++) {
+            CHECK_MPI(MPI_Recv(bufs[i], 8192, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            check_status(&st, 0, i, sizes[i % nsizes]);    /* in order */
+            verify(bufs[i], sizes[i % nsizes], 0, i, "burst (received after)");
+        }
+    }
+    for (int i = 0; i < count; i++)
+        free(bufs[i]);
+}
+
+static void mode_sendpair(void)
+{
+    CHECK(size >= 2, "sendpair needs 2 ranks");
+    int v[2] = { 11, 22 };
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        CHECK_MPI(MPI_Send(&v[0], 1, MPI_INT, 1, 0, MPI_COMM_WORLD));
+        CHECK_MPI(MPI_Send(&v[1], 1, MPI_INT, 1, 1, MPI_COMM_WORLD));
+        double until = now() + 1.5;
+        while (now() < until)
+            usleep(1000);   /* no MPI call: nothing progresses here */
+    } else if (rank == 1) {
+        int got[2] = { 0, 0 };
+        CHECK_MPI(MPI_Recv(&got[0], 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        double t = now();
+        CHECK_MPI(MPI_Recv(&got[1], 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        double gap = now() - t;
+        CHECK(got[0] == 11 && got[1] == 22, "received %d %d", got[0], got[1]);
+        CHECK(gap < 1.0, "the second blocking send arrived %.2f s after the first: held until the sender's next MPI call",
+              gap);
+    }
+}
+
 static void mode_foreign(void)
 {
     int v = 42;
@@ -465,6 +564,11 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "busypull") == 0) {
         CHECK(argc == 4, "busypull COUNT SIZE");
         mode_busypull(atoi(argv[2]), (size_t)atol(argv[3]));
+    } else if (strcmp(mode, "burst") == 0) {
+        CHECK(argc == 3, "burst COUNT");
+        mode_burst(atoi(argv[2]));
+    } else if (strcmp(mode, "sendpair") == 0) {
+        mode_sendpair();
     } else if (strcmp(mode, "foreign") == 0) {
         mode_foreign();
     } else {

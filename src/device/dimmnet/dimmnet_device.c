@@ -1128,6 +1128,7 @@ int hashi_dn_progress(void)
         events += flush_queues();
     if (!events && hashi_am_unread_pulls)
         events = hashi_am_core_idle();   /* nothing else to do: read a waiting pull announcement */
+    hashi_transport_flush();    /* fabric: blocks this pass sent in a burst (queued ones retried) */
     return events;
 }
 
@@ -1808,6 +1809,8 @@ static int dn_connect(char *err, size_t errlen)
     if (hashi_transport_connect(err, errlen) != 0)
         return -1;
     dn.llcm = hashi_transport_llcm();
+    /* Blocking sends hand a held burst to the network (fabric coalescing). */
+    hashi_device_dimmnet.p2p.send_flush = hashi_tl_flush;
     /* RMA sizes the transports allow (the core splits bigger transfers). */
     size_t max_rma = SIZE_MAX;
     for (int r = 0; r < dn.npeers; r++) {

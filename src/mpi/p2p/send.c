@@ -177,6 +177,8 @@ static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI
         return rc;
     if (send_now_fits(t, count, dest, mode)) {
         rc = send_now(func, buf, count, t, dest, tag, comm, c);
+        if (rc == MPI_SUCCESS && hashi_device->p2p.send_flush)
+            hashi_device->p2p.send_flush();     /* a blocking send's message leaves now */
         if (rc != HASHI_DEVICE_P2P_DECLINE)
             return rc;
     }

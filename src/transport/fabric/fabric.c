@@ -109,6 +109,17 @@ static struct {
     int cq_seen_empty;
     struct fab_queue sent;          /* slots of blocks sent in place whose done is to run */
     size_t sendv_min;               /* HASHI_FABRIC_SENDV_MIN, SIZE_MAX: never */
+    /* Coalescing (HASHI_FABRIC_COALESCE): blocks up to coalesce_max kicked
+     * to a peer in the same pass as the one before (same pass: no progress
+     * and no flush in between) join that peer's open batch. */
+    size_t coalesce_max;            /* 0: off */
+    size_t batch_cap;               /* bytes of a batch after its fab_hdr */
+    int64_t burst_ns;               /* HASHI_FABRIC_BURST_US: at most this long after the block before */
+    int64_t alloc_ns;               /* when the block being written was allocated */
+    uint64_t pass;                  /* progress epoch: each fab_progress and flush moves it */
+    int *batch_list;                /* peers with an open batch */
+    size_t batch_count;
+    int in_batch;                   /* delivering a batch's blocks: later arrivals wait (parked) */
     struct fab_rbuf *busy;          /* a handler is reading a message in this buffer */
     int busy_released;              /* ... which the provider handed back meanwhile */
     struct fab_mem *bell_mem;
@@ -335,6 +346,42 @@ static void hdr_credits_lost(int peer, const void *msg)
     fab.peers[peer].n_cred_sent -= hdr_credits(&h);
 }
 
+/* A block handed to the device, realigned first if the provider placed it off. */
+static void deliver_block(int src, const unsigned char *payload, size_t len)
+{
+    /* Providers pack multi-receive buffers as they like: realign if needed. */
+    if ((uintptr_t)payload % HASHI_TL_BLOCK_ALIGN) {
+        memcpy(res.scratch, payload, len);
+        payload = res.scratch;
+    }
+    fab.cfg.on_block(fab.cfg.ctx, src, payload, len);
+}
+
+/*
+ * A batch: its blocks in order. Arrivals a handler's nested progress reads
+ * meanwhile are parked (completion), so none overtakes the batch's later
+ * blocks.
+ */
+static void deliver_batch(int src, const unsigned char *p, size_t len)
+{
+    int outer = res.in_batch;
+    res.in_batch = 1;
+    while (len) {
+        uint32_t blen = 0;
+        if (len >= FAB_ENTRY_HDR)
+            memcpy(&blen, p, sizeof blen);
+        size_t step = FAB_ENTRY_HDR + (((size_t)blen + 7) & ~(size_t)7);
+        if (len < step) {
+            hashi_log("fabric transport: dropped the rest of a malformed batch from rank %d (%zu bytes)", src, len);
+            break;
+        }
+        deliver_block(src, p + FAB_ENTRY_HDR, blen);
+        p += step;
+        len -= step;
+    }
+    res.in_batch = outer;
+}
+
 static void deliver(const unsigned char *buf, size_t len)
 {
     struct fab_hdr h;
@@ -353,12 +400,7 @@ static void deliver(const unsigned char *buf, size_t len)
     const unsigned char *payload = buf + sizeof h;
     switch (kind) {
     case FAB_MSG_BLOCK:
-        /* Providers pack multi-receive buffers as they like: realign if needed. */
-        if ((uintptr_t)payload % HASHI_TL_BLOCK_ALIGN) {
-            memcpy(res.scratch, payload, plen);
-            payload = res.scratch;
-        }
-        fab.cfg.on_block(fab.cfg.ctx, src, payload, plen);
+        deliver_block(src, payload, plen);
         break;
     case FAB_MSG_NOTIFY: {
         uint64_t v;
@@ -368,6 +410,9 @@ static void deliver(const unsigned char *buf, size_t len)
         fab.cfg.on_notify(fab.cfg.ctx, src, v);
         break;
     }
+    case FAB_MSG_BATCH:
+        deliver_batch(src, payload, plen);
+        break;
     case FAB_MSG_TINY: {
         uint64_t w[2];
         if (plen != sizeof w)
@@ -427,6 +472,8 @@ static int run_parked(void)
 {
     int n = 0;
     struct fab_parked *p;
+    if (res.in_batch)
+        return 0;   /* a batch's later blocks come first */
     while ((p = res.parked)) {
         /* Unlinked first: a handler's send may park more behind it. */
         res.parked = p->next;
@@ -462,7 +509,7 @@ static int retry(struct fab_queue *q);
  */
 static void completion(const struct fi_cq_data_entry *e, int handle)
 {
-    handle = handle && !res.parked;
+    handle = handle && !res.parked && !res.in_batch;
     if (e->flags & FI_REMOTE_WRITE) {
         if (!(e->flags & FI_REMOTE_CQ_DATA))
             return;
@@ -732,6 +779,7 @@ static int send_small(int peer, int is_write, uint64_t cqdata, const void *bytes
     const struct fab_peer *p = &fab.peers[peer];
     unsigned spins = 0;
     ssize_t rc;
+    fab_batch_before(peer);
     for (;;) {
         rc = is_write ? fi_inject_writedata(fab.ep, NULL, 0, cqdata, p->addr, p->bell_raddr, p->bell_key)
                       : inject_msg(bytes, len, p->addr);
@@ -823,6 +871,7 @@ static int send_message(int peer, enum fab_kind kind, const void *payload, size_
         return send_small(peer, 0, 0, bytes, wire);
     }
     /* A provider with a tiny inject limit: through a slot. */
+    fab_batch_before(peer);
     struct fab_slot *s;
     unsigned spins = 0;
     while (!(s = slot_get()))
@@ -885,6 +934,85 @@ static struct fab_slot *block_slot(int peer)
     return slot_get();
 }
 
+/*
+ * Coalescing. Over tcp every message costs a send(2) at the sender and a
+ * CQ entry, a credit and a reposted receive at the target, whatever its
+ * size. So a block of at most coalesce_max bytes kicked to a peer in the
+ * same pass as the block before it (no progress and no flush in between)
+ * and less than burst_ns after it (a burst: MPI_Isend in a loop) is
+ * appended to that peer's open batch, a slot holding blocks back to back
+ * (FAB_MSG_BATCH: each behind an 8-byte length, padded to 8); the target
+ * hands them to on_block in order.
+ * The first block of a burst leaves at once, so a ping-pong is unchanged.
+ * A batch leaves when the next block does not fit, at the start and end of
+ * every progress pass, on flush (the device's end of pass), and before any
+ * other traffic to that peer (notification, tiny write, block in place,
+ * put, get), so the order transport.h promises holds. It takes one credit
+ * and one send slot, like a block.
+ */
+void fab_batch_send(int peer)
+{
+    struct fab_peer *p = &fab.peers[peer];
+    struct fab_slot *s = p->batch;
+    if (!s || p->batch_alloc)
+        return;     /* the caller kicks its block first (transport.h) */
+    p->batch = NULL;
+    struct fab_hdr h = fab_hdr_make(peer, FAB_MSG_BATCH, p->batch_len);
+    memcpy(s->msg, &h, sizeof h);
+    s->op.kind = FAB_OP_SEND;
+    s->op.peer = peer;
+    s->wire_len = sizeof h + p->batch_len;
+    fab.batches++;
+    send_slot(s);
+}
+
+/* Every open batch to the network; a new pass begins (the next block goes at once). */
+static __attribute__((noinline)) void batches_send(void)
+{
+    for (size_t i = 0; i < res.batch_count; i++)
+        fab_batch_send(res.batch_list[i]);
+    size_t kept = 0;
+    for (size_t i = 0; i < res.batch_count; i++) {
+        struct fab_peer *p = &fab.peers[res.batch_list[i]];
+        if (p->batch)
+            res.batch_list[kept++] = res.batch_list[i];     /* its block is still being written */
+        else
+            p->batch_listed = 0;
+    }
+    res.batch_count = kept;
+}
+
+static inline void pass_end(void)
+{
+    res.pass++;
+    if (res.batch_count)
+        batches_send();
+}
+
+static void fab_flush(void)
+{
+    pass_end();
+}
+
+/* Where block len of peer goes in its batch, opening one; NULL: no slot or credit now. */
+static void *batch_alloc(int peer, size_t len)
+{
+    struct fab_peer *p = &fab.peers[peer];
+    if (p->batch && p->batch_len + FAB_ENTRY_HDR + ((len + 7) & ~(size_t)7) > res.batch_cap)
+        fab_batch_send(peer);
+    if (!p->batch) {
+        if (!(p->batch = block_slot(peer)))
+            return NULL;
+        p->batch_len = 0;
+        if (!p->batch_listed) {
+            p->batch_listed = 1;
+            res.batch_list[res.batch_count++] = peer;
+        }
+    }
+    p->batch_alloc = 1;
+    return p->batch->msg + sizeof(struct fab_hdr) + p->batch_len + FAB_ENTRY_HDR;
+}
+
 static void *fab_block_alloc(int peer, size_t len, int *rc)
 {
     if (!fab_peer_ok(peer) || len > fab.block_max) {
@@ -892,22 +1020,50 @@ static void *fab_block_alloc(int peer, size_t len, int *rc)
         return NULL;
     }
     struct fab_peer *p = &fab.peers[peer];
+    *rc = 0;
+    if (p->batch_alloc)
+        return p->batch->msg + sizeof(struct fab_hdr) + p->batch_len + FAB_ENTRY_HDR;
     if (!p->open) {
+        /* One clock read per block: a send that follows an old one (sent
+         * in MPI_Init, or before a computation) is no burst, and leaves now. */
+        if (res.coalesce_max)
+            res.alloc_ns = hashi_now_ns();
+        if (len <= res.coalesce_max && p->last_pass == res.pass && res.alloc_ns - p->last_kick_ns < res.burst_ns) {
+            void *at = batch_alloc(peer, len);
+            if (!at)
+                *rc = -EAGAIN;
+            return at;
+        }
+        fab_batch_before(peer);     /* a larger block: the batch goes first */
         if (!(p->open = block_slot(peer))) {
             *rc = -EAGAIN;
             return NULL;
         }
     }
-    *rc = 0;
     return p->open->msg + sizeof(struct fab_hdr);
 }
 
 static void fab_block_kick(int peer, size_t len)
 {
-    struct fab_slot *s = fab.peers[peer].open;
+    struct fab_peer *p = &fab.peers[peer];
+    p->last_pass = res.pass;
+    p->last_kick_ns = res.alloc_ns;
+    if (p->batch_alloc) {
+        /* Appended: its length in front, zero padding behind. */
+        unsigned char *e = p->batch->msg + sizeof(struct fab_hdr) + p->batch_len;
+        uint32_t entry[2] = { (uint32_t)len, 0 };
+        size_t padded = (len + 7) & ~(size_t)7;
+        memcpy(e, entry, sizeof entry);
+        memset(e + FAB_ENTRY_HDR + len, 0, padded - len);
+        p->batch_len += FAB_ENTRY_HDR + padded;
+        p->batch_alloc = 0;
+        fab.batched++;
+        return;
+    }
+    struct fab_slot *s = p->open;
     if (!s)
         return;
-    fab.peers[peer].open = NULL;
+    p->open = NULL;
     struct fab_hdr h = fab_hdr_make(peer, FAB_MSG_BLOCK, len);
     memcpy(s->msg, &h, sizeof h);
     s->op.kind = FAB_OP_SEND;
@@ -930,8 +1086,9 @@ static int fab_block_sendv(int peer, const void *hdr, size_t hdr_len, const void
         return -EINVAL;
     if (hdr_len + len > fab.block_max)
         return -EMSGSIZE;
-    if (len < res.sendv_min || fab.peers[peer].open)
+    if (len < res.sendv_min || fab.peers[peer].open || fab.peers[peer].batch_alloc)
         return -ENOTSUP;
+    fab_batch_before(peer);
     struct fab_slot *s = block_slot(peer);
     if (!s)
         return -EAGAIN;
@@ -1007,6 +1164,7 @@ static int fab_progress(void)
 {
     if (!fab.ep)
         return 0;
+    pass_end();     /* held blocks leave before we look for their answers */
     /* The idle pass, the one a waiting rank repeats: one CQ read and no
      * other work when nothing of ours waits (the provider's progress inside
      * fi_cq_read, a poll(2) on tcp, is the cost that remains). */
@@ -1016,12 +1174,16 @@ static int fab_progress(void)
         if (__builtin_expect(n == -FI_EAGAIN, 1))
             return 0;
         int events = drain_cq(1, n);
-        return events + progress_queues();
+        events += progress_queues();
+        pass_end();     /* what the handlers sent in a burst */
+        return events;
     }
     /* Parked arrivals go first: they are older than anything in the CQ. */
     int events = run_parked();
     events += poll_cq(1);
-    return events + progress_queues();
+    events += progress_queues();
+    pass_end();
+    return events;
 }
 
 /* ------------------------------------------------------------ registration */
@@ -1334,6 +1496,8 @@ static const struct hashi_pvar fab_pvars[] = {
     FAB_PVAR(credit_writes, "credits returned by a write of their own (not carried by a message)"),
     FAB_PVAR(cq_reads, "completion-queue reads"),
     FAB_PVAR(cq_empty_reads, "completion-queue reads that found nothing"),
+    FAB_PVAR(batches, "messages that carried the blocks of a burst after its first (HASHI_FABRIC_COALESCE)"),
+    FAB_PVAR(batched, "blocks sent in those messages"),
 };
 #undef FAB_PVAR
 
@@ -1364,6 +1528,20 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     }
     fab.credits = (int)credits;
     fab.credit_batch = fab.credits / 2 > 1 ? fab.credits / 2 : 1;
+    res.coalesce_max = (size_t)hashi_param_int(HASHI_P_FABRIC_COALESCE);
+    int64_t burst_us = hashi_param_int(HASHI_P_FABRIC_BURST_US);
+    if (burst_us < 1 || burst_us > 1000000) {
+        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_BURST_US=%lld is out of range (1 .. 1000000)",
+                 (long long)burst_us);
+        return -1;
+    }
+    res.burst_ns = burst_us * 1000;
+    /* A batch fills a largest message; its length must fit the header's field. */
+    res.batch_cap = fab.max_msg - sizeof(struct fab_hdr);
+    if (res.batch_cap > (FAB_LEN_MASK & ~(size_t)7))
+        res.batch_cap = FAB_LEN_MASK & ~(size_t)7;
+    if (res.coalesce_max > res.batch_cap - FAB_ENTRY_HDR - 7)
+        res.coalesce_max = res.batch_cap - FAB_ENTRY_HDR - 7;   /* every coalesced block fits an empty batch */
     int64_t max_rma = hashi_param_int(HASHI_P_FABRIC_MAX_RMA);
     if (max_rma < 4096) {
         snprintf(err, errlen, "fabric transport: HASHI_FABRIC_MAX_RMA=%lld is too small (at least 4k)", (long long)max_rma);
@@ -1444,7 +1622,8 @@ static int fab_connect(const unsigned char *served, char *err, size_t errlen)
 {
     fab.peers = calloc((size_t)hashi_job.size, sizeof *fab.peers);
     fab.owed_list = calloc((size_t)hashi_job.size, sizeof *fab.owed_list);
-    if (!fab.peers || !fab.owed_list) {
+    res.batch_list = calloc((size_t)hashi_job.size, sizeof *res.batch_list);
+    if (!fab.peers || !fab.owed_list || !res.batch_list) {
         snprintf(err, errlen, "fabric transport: out of memory");
         return -1;
     }
@@ -1499,6 +1678,7 @@ static void fab_finalize(void)
 {
     /* Puts and gets the provider refused may still wait: peers may need them. */
     if (fab.ep) {
+        pass_end();
         int64_t deadline = hashi_now_ns() + 1000000000;
         while (fab.pending.head && hashi_now_ns() < deadline)
             fab_progress();
@@ -1531,8 +1711,9 @@ static void fab_finalize(void)
     free(res.scratch);
     if (fab.credit_waits)
         HASHI_DEBUG(1, "fabric transport: waited %" PRIu64 " times for a peer to credit messages back", fab.credit_waits);
-    HASHI_DEBUG(2, "fabric transport: %" PRIu64 " CQ reads, %" PRIu64 " of them empty; %" PRIu64 " credit writes", fab.cq_reads,
-                fab.cq_empty_reads, fab.credit_writes);
+    HASHI_DEBUG(2, "fabric transport: %" PRIu64 " CQ reads, %" PRIu64 " of them empty; %" PRIu64 " credit writes; %" PRIu64
+                " batches carried %" PRIu64 " blocks", fab.cq_reads, fab.cq_empty_reads, fab.credit_writes, fab.batches,
+                fab.batched);
     for (int r = 0; fab.peers && r < hashi_job.size; r++) {
         const struct fab_peer *p = &fab.peers[r];
         if (p->n_sent || p->n_consumed)
@@ -1542,6 +1723,7 @@ static void fab_finalize(void)
     }
     free(fab.peers);
     free(fab.owed_list);
+    free(res.batch_list);
     memset(&res, 0, sizeof res);
     memset(&fab, 0, sizeof fab);
 }
@@ -1565,6 +1747,7 @@ const struct hashi_tl_ops hashi_tl_fabric_ops = {
     .connect = fab_connect,
     .finalize = fab_finalize,
     .progress = fab_progress,
+    .flush = fab_flush,
     .wait_fd = fab_wait_fd,
     .trywait = fab_trywait,
     .tiny_write = fab_tiny,

@@ -46,8 +46,11 @@ struct fab_hdr {
 enum fab_kind {
     FAB_MSG_BLOCK = 1,  /* payload: the device's block message */
     FAB_MSG_NOTIFY,     /* payload: uint64 value */
-    FAB_MSG_TINY        /* payload: uint64 (offset << 8 | size), uint64 value (value needs > 40 bits) */
+    FAB_MSG_TINY,       /* payload: uint64 (offset << 8 | size), uint64 value (value needs > 40 bits) */
+    FAB_MSG_BATCH       /* payload: blocks, each a FAB_ENTRY_HDR (uint32 length, uint32 0) and its bytes
+                           padded to 8 (coalescing: fabric.c) */
 };
+#define FAB_ENTRY_HDR 8
 
 /*
  * A tiny write in remote CQ data: size as log2 (2 bits), LLCM offset (22
@@ -131,6 +134,12 @@ struct fab_peer {
     uint64_t bell_raddr, bell_key;  /* target of zero-length tiny writes */
     size_t llcm_size;
     struct fab_slot *open;          /* block_alloc'd, not kicked yet */
+    struct fab_slot *batch;         /* blocks of a burst held back to go as one message (coalescing) */
+    size_t batch_len;               /* its bytes after the fab_hdr */
+    int batch_alloc;                /* block_alloc'd into the batch, not kicked yet */
+    int batch_listed;               /* in fabric.c's list of peers with a batch */
+    uint64_t last_pass;             /* fab's progress epoch when the last block to it was kicked */
+    int64_t last_kick_ns;           /* and when (hashi_now_ns) */
     int credits;                    /* messages we may still send it */
     int owed;                       /* its messages consumed here, not yet credited back */
     int owed_listed;
@@ -166,6 +175,7 @@ struct fab_state {
     /* diagnostics, also MPI_T performance variables (fabric.c: fab_pvars) */
     uint64_t eagain, credit_waits;
     uint64_t credit_writes;         /* credits returned by a write of their own (not piggy-backed) */
+    uint64_t batches, batched;      /* coalesced messages sent, blocks they carried */
     uint64_t cq_reads, cq_empty_reads;  /* CQ reads, those that found it empty */
 };
 extern struct fab_state fab;
@@ -184,6 +194,14 @@ void fab_queue_push(struct fab_queue *q, struct fab_op *op);
  */
 int fab_tiny_write(int peer, uint64_t offset, uint64_t value, unsigned size);
 int fab_peer_ok(int peer);
+/* Send peer's open batch of coalesced blocks, if any: every other kind of
+ * traffic to peer calls it first, so the order transport.h promises holds. */
+void fab_batch_send(int peer);
+static inline void fab_batch_before(int peer)
+{
+    if (__builtin_expect(fab.peers[peer].batch != NULL, 0))
+        fab_batch_send(peer);
+}
 int fab_tiny_valid(int peer, uint64_t offset, unsigned size);
 /* Registration used by mem_reg and by operations on unregistered memory. */
 int fab_mem_register(void *buf, size_t len, struct fab_mem **out);

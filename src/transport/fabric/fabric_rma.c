@@ -101,6 +101,7 @@ static int rma_start(int is_put, int peer, void *local, size_t len, const struct
         return -EINVAL;
     if (sig && !fab_tiny_valid(peer, sig->offset, sig->size))
         return -EINVAL;
+    fab_batch_before(peer);     /* a PUSH's data and signal come after the blocks before it */
     struct fab_rma *r = calloc(1, sizeof *r);
     if (!r)
         return -EAGAIN;
