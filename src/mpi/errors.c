@@ -231,7 +231,8 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
         if (session && session->errhandler)
             return session->errhandler;
     }
-    /* No object (or windows/files, not implemented yet): MPI_COMM_SELF's. */
+    /* No object, an invalid one, or a window or file (no such objects
+     * exist in Hashi): MPI_COMM_SELF's handler, as MPI-4 says for no object. */
     return hashi_comm_self.errhandler ? hashi_comm_self.errhandler : &eh_fatal;
 }
 

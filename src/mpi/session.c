@@ -206,6 +206,12 @@ static int pset_index(const char *name)
     return -1;
 }
 
+static int unknown_pset(const char *func, MPI_Session session, const char *pset_name)
+{
+    return hashi_err_session(func, session, MPI_ERR_ARG, "'%s' is not a process set of this session (%s, %s)",
+                             pset_name ? pset_name : "(NULL)", psets[0], psets[1]);
+}
+
 static int pset_size(int index)
 {
     return index == 0 ? hashi_job.size : 1;
@@ -221,8 +227,7 @@ int hashi_impl_Session_get_pset_info(MPI_Session session, const char *pset_name,
         return hashi_err_session(func, session, MPI_ERR_ARG, "info is NULL");
     int index = pset_index(pset_name);
     if (index < 0)
-        return hashi_err_session(func, session, MPI_ERR_ARG, "'%s' is not a process set of this session (%s, %s)",
-                                 pset_name ? pset_name : "(NULL)", psets[0], psets[1]);
+        return unknown_pset(func, session, pset_name);
     char size[16];
     snprintf(size, sizeof size, "%d", pset_size(index));
     struct MPI_ABI_Info *out = hashi_info_copy(NULL);
@@ -245,8 +250,7 @@ int hashi_impl_Group_from_session_pset(MPI_Session session, const char *pset_nam
         return hashi_err_session(func, session, MPI_ERR_ARG, "newgroup is NULL");
     int index = pset_index(pset_name);
     if (index < 0)
-        return hashi_err_session(func, session, MPI_ERR_ARG, "'%s' is not a process set of this session (%s, %s)",
-                                 pset_name ? pset_name : "(NULL)", psets[0], psets[1]);
+        return unknown_pset(func, session, pset_name);
     int n = pset_size(index);
     int *world = malloc((size_t)n * sizeof *world);
     if (!world)

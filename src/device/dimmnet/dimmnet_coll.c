@@ -1559,6 +1559,17 @@ static hashi_op_kernel_fn reduction_kernel(MPI_Datatype type, MPI_Op op, MPI_Cou
     return hashi_op_kernel((enum hashi_op_index)o->index, t->basic_type);
 }
 
+/* The start of every blocking reduction: the barrier bookkeeping (root:
+ * the call's root, -1 for none), then the kernel if the device takes the
+ * call on this communicator; NULL: decline. */
+static hashi_op_kernel_fn reduction_start(struct MPI_ABI_Comm *c, int root, MPI_Datatype type, MPI_Op op,
+                                          MPI_Count count, size_t *bytes)
+{
+    follows_barrier(c, root);
+    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, bytes);
+    return fn && flat_comm(c) ? fn : NULL;
+}
+
 /* Elements [first, first + len) of count: member i's segment of n. */
 static void segment(size_t count, int n, int i, size_t *first, size_t *len)
 {
@@ -1696,10 +1707,9 @@ static int reduce_staged(const unsigned char *mine, unsigned char *out, size_t c
 static int dn_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                         struct MPI_ABI_Comm *c)
 {
-    follows_barrier(c, -1);
     size_t bytes = 0;
-    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
-    if (!fn || !flat_comm(c))
+    hashi_op_kernel_fn fn = reduction_start(c, -1, type, op, count, &bytes);
+    if (!fn)
         return HASHI_DEVICE_COLL_DECLINE;
     const unsigned char *mine = sendbuf;
     unsigned char *acc = recvbuf;
@@ -1815,10 +1825,9 @@ static int reduce_tree(const unsigned char *mine, unsigned char *recvbuf, size_t
 static int dn_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
                      struct MPI_ABI_Comm *c)
 {
-    follows_barrier(c, root);
     size_t bytes = 0;
-    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
-    if (!fn || !flat_comm(c))
+    hashi_op_kernel_fn fn = reduction_start(c, root, type, op, count, &bytes);
+    if (!fn)
         return HASHI_DEVICE_COLL_DECLINE;
     const unsigned char *mine = sendbuf;
     /* From 4 members (select.c: at 3 the tree is as fast). */
@@ -1917,10 +1926,9 @@ static int dn_scatter(const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
 static int dn_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op, int exclusive,
                    struct MPI_ABI_Comm *c)
 {
-    follows_barrier(c, -1);
     size_t bytes = 0;
-    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
-    if (!fn || !flat_comm(c) || bytes > co.max_bytes)
+    hashi_op_kernel_fn fn = reduction_start(c, -1, type, op, count, &bytes);
+    if (!fn || bytes > co.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
     int rc = run_blocking(exclusive ? HASHI_DEVICE_OP_EXSCAN : HASHI_DEVICE_OP_SCAN, c, sendbuf, recvbuf, bytes, 0,
                           (size_t)count, fn, -1);
@@ -1937,10 +1945,9 @@ static int dn_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Data
 static int dn_reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                    struct MPI_ABI_Comm *c)
 {
-    follows_barrier(c, -1);
     size_t bytes = 0;
-    hashi_op_kernel_fn fn = reduction_kernel(type, op, count, &bytes);
-    if (!fn || !flat_comm(c) || bytes > co.max_bytes)
+    hashi_op_kernel_fn fn = reduction_start(c, -1, type, op, count, &bytes);
+    if (!fn || bytes > co.max_bytes)
         return HASHI_DEVICE_COLL_DECLINE;
     int rc = run_blocking(HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK, c, sendbuf, recvbuf, bytes, bytes, (size_t)count, fn,
                           -1);

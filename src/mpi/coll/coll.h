@@ -223,6 +223,8 @@ struct hashi_coll_hier *hashi_coll_hier_select(enum hashi_alg_choice_for coll, s
  * hint or parameter says hier, or HASHI_COLL_HIER / hashi_coll_hier on):
  * then it goes before a device's own collective. */
 int hashi_coll_hier_forced(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c);
+/* Gather / Scatter blocks of block_bytes may run on two levels (select.c). */
+int hashi_coll_hier_rooted_fits(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c, size_t block_bytes);
 
 /*
  * The two-level algorithms. s NULL: a blocking call, run now (each phase

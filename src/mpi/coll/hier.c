@@ -25,7 +25,6 @@
 #include "mpi/coll/coll.h"
 #include "mpi/coll/coll_data.h"
 #include "mpi/comm.h"
-#include "runtime/params.h"
 #include "runtime/pvar.h"
 #include "runtime/rt.h"
 
@@ -387,14 +386,6 @@ void hashi_coll_hier_pvars_register(void)
     (void)hashi_pvar_register(vars, (int)(sizeof vars / sizeof vars[0]));
 }
 
-/* Blocks below the rooted collective's long threshold only, unless the
- * two-level algorithm is asked for by name: for large blocks the flat
- * linear algorithm moves each block once, the two levels twice. */
-static int small_blocks(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c, size_t blk)
-{
-    enum hashi_param_id long_param = coll == HASHI_CHOOSE_GATHER ? HASHI_P_COLL_GATHER_LONG : HASHI_P_COLL_SCATTER_LONG;
-    return blk < (size_t)hashi_param_int(long_param) || hashi_coll_hier_forced(coll, c);
-}
 
 int hashi_coll_hier_barrier(struct hashi_sched *s, struct MPI_ABI_Comm *c)
 {
@@ -579,7 +570,7 @@ int hashi_coll_hier_gather(struct hashi_sched *s, const void *sendbuf, MPI_Count
         return HASHI_COLL_FLAT;
     int rc, me = c->rank;
     size_t blk = one_block(c, root, rcount, rtype, scount, stype);
-    if (blk == 0 || !small_blocks(HASHI_CHOOSE_GATHER, c, blk))
+    if (blk == 0 || !hashi_coll_hier_rooted_fits(HASHI_CHOOSE_GATHER, c, blk))
         return HASHI_COLL_FLAT;
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_GATHER, c, blk * (size_t)c->size, 0, &rc);
     if (!h)
@@ -616,7 +607,7 @@ int hashi_coll_hier_scatter(struct hashi_sched *s, const void *sendbuf, MPI_Coun
         return HASHI_COLL_FLAT;
     int rc, me = c->rank;
     size_t blk = one_block(c, root, scount, stype, rcount, rtype);
-    if (blk == 0 || !small_blocks(HASHI_CHOOSE_SCATTER, c, blk))
+    if (blk == 0 || !hashi_coll_hier_rooted_fits(HASHI_CHOOSE_SCATTER, c, blk))
         return HASHI_COLL_FLAT;
     struct hashi_coll_hier *h = chosen(HASHI_CHOOSE_SCATTER, c, blk * (size_t)c->size, 0, &rc);
     if (!h)

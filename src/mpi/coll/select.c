@@ -356,6 +356,17 @@ static int forced(const struct MPI_ABI_Comm *c, const char *key, int param, cons
     return alg != FORCE_NONE ? alg : param;
 }
 
+/* Gather / Scatter on two levels: blocks below the collective's long
+ * threshold only, unless the two-level algorithm is asked for by name: for
+ * large blocks the flat linear algorithm moves each block once, the two
+ * levels twice. */
+int hashi_coll_hier_rooted_fits(enum hashi_alg_choice_for coll, const struct MPI_ABI_Comm *c, size_t block_bytes)
+{
+    pthread_once(&conf_once, conf_load);
+    size_t long_bytes = coll == HASHI_CHOOSE_GATHER ? data_conf.gather_long : data_conf.scatter_long;
+    return block_bytes < long_bytes || hashi_coll_hier_forced(coll, c);
+}
+
 enum hashi_rooted_alg hashi_coll_gather_alg(const struct MPI_ABI_Comm *c, size_t block_bytes)
 {
     int alg = forced(c, "hashi_coll_gather", data_conf.gather, NAMES(rooted_names));
