@@ -652,6 +652,51 @@ static int hw_color(const char *level)
     return color;
 }
 
+/* The level a mpi_hw_resource_type value names: a level's name, or the
+ * URI form MPI-4.1 recommends and MPI_Get_hw_resource_info returns
+ * ("hwloc://NUMANode"); -1 if none. */
+static int hw_level_named(const char *value)
+{
+    static const char uri[] = "hwloc://";
+    if (!value)
+        return -1;
+    if (strncasecmp(value, uri, sizeof uri - 1) == 0)
+        value += sizeof uri - 1;
+    for (int l = 0; l < HW_LEVELS; l++)
+        if (strcasecmp(value, hw_levels[l]) == 0)
+            return l;
+    return -1;
+}
+
+int hashi_impl_Get_hw_resource_info(MPI_Info *hw_info)
+{
+    static const char func[] = "MPI_Get_hw_resource_info";
+    HASHI_CHECK_INITIALIZED(func);
+    if (!hw_info)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "hw_info is NULL");
+    /* One key per hwloc level this machine has: "true" when the process is
+     * bound inside a single object of that level (as MPI_COMM_TYPE_HW_GUIDED
+     * would place it), "false" when its binding spans several. */
+    struct MPI_ABI_Info *out = hashi_info_copy(NULL);
+    int ok = out != NULL;
+    for (int l = 1; ok && l < HW_LEVELS; l++) {
+        int color = hw_color(hw_levels[l]);
+        hwloc_obj_type_t type;
+        if (hw_topology_state != 1 || hwloc_type_sscanf(hw_levels[l], &type, NULL, 0) != 0
+            || hwloc_get_nbobjs_by_type(hw_topology, type) <= 0)
+            continue;
+        char key[64];
+        snprintf(key, sizeof key, "hwloc://%s", hw_levels[l]);
+        ok = hashi_info_put(out, key, color == MPI_UNDEFINED ? "false" : "true") == 0;
+    }
+    if (!ok) {
+        hashi_info_destroy(out);
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
+    }
+    *hw_info = out;
+    return MPI_SUCCESS;
+}
+
 /* The kind of split for HW_UNGUIDED: the first level, from the node down,
  * that splits the parent into strictly smaller parts, from every member's
  * colours at every level (all[j * (HW_LEVELS + 1)]: key, then colours). */
@@ -696,13 +741,8 @@ int hashi_impl_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info 
         break;
     case MPI_COMM_TYPE_HW_GUIDED: {
         /* The level the info names; an unknown one gives MPI_COMM_NULL. */
-        const char *wanted = hashi_info_value(info_obj, "mpi_hw_resource_type");
-        color = MPI_UNDEFINED;
-        for (int l = 0; wanted && l < HW_LEVELS; l++)
-            if (strcasecmp(wanted, hw_levels[l]) == 0) {
-                level = l;
-                color = hw_color(hw_levels[l]);
-            }
+        level = hw_level_named(hashi_info_value(info_obj, "mpi_hw_resource_type"));
+        color = level < 0 ? MPI_UNDEFINED : hw_color(hw_levels[level]);
         break;
     }
     case MPI_COMM_TYPE_HW_UNGUIDED: {
@@ -738,9 +778,24 @@ int hashi_impl_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info 
         *newcomm = c;
         goto hints;
     }
-    case MPI_COMM_TYPE_RESOURCE_GUIDED:
-        color = MPI_UNDEFINED; /* no process sets to name: MPI_COMM_NULL */
+    case MPI_COMM_TYPE_RESOURCE_GUIDED: {
+        /* A hardware level as HW_GUIDED, or a process set (MPI-4.1 7.4.2):
+         * each of its instances becomes one communicator. Unknown names give
+         * MPI_COMM_NULL; both keys at once is erroneous. */
+        const char *hw = hashi_info_value(info_obj, "mpi_hw_resource_type");
+        const char *pset = hashi_info_value(info_obj, "mpi_pset_name");
+        if (hw && pset)
+            return hashi_err_comm(func, comm, MPI_ERR_INFO_VALUE,
+                                  "info gives both mpi_hw_resource_type and mpi_pset_name; "
+                                  "MPI_COMM_TYPE_RESOURCE_GUIDED takes one of them");
+        if (hw) {
+            level = hw_level_named(hw);
+            color = level < 0 ? MPI_UNDEFINED : hw_color(hw_levels[level]);
+        } else {
+            color = pset ? hashi_pset_instance(pset) : MPI_UNDEFINED;
+        }
         break;
+    }
     default:
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "split_type %d is not a communicator split type", split_type);
     }

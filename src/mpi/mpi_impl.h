@@ -117,6 +117,10 @@ void hashi_session_release(struct MPI_ABI_Session *s);
  * with err set; and one session fewer (the last user stops it). */
 int hashi_session_runtime_join(const char *func, int required, char *err, size_t errlen);
 void hashi_session_runtime_leave(void);
+/* Which instance of the process set `name` this process is in (every
+ * process of mpi://WORLD is in one, of mpi://SELF each in its own), as a
+ * split colour; MPI_UNDEFINED for a name that is no process set. */
+int hashi_pset_instance(const char *name);
 /* Errors raised on a session go to its handler (errors.c). */
 #define hashi_err_session(func, session, code, ...) \
     hashi_err_raise((func), HASHI_OBJ_SESSION, (const void *)(session), (code), __VA_ARGS__)

@@ -206,6 +206,18 @@ static int pset_index(const char *name)
     return -1;
 }
 
+int hashi_pset_instance(const char *name)
+{
+    switch (name ? pset_index(name) : -1) {
+    case 0:
+        return 0;
+    case 1:
+        return hashi_job.rank;
+    default:
+        return MPI_UNDEFINED;
+    }
+}
+
 static int unknown_pset(const char *func, MPI_Session session, const char *pset_name)
 {
     return hashi_err_session(func, session, MPI_ERR_ARG, "'%s' is not a process set of this session (%s, %s)",

@@ -6,6 +6,7 @@
  *   "mpi_shared_memory" equals SHARED and reports its resource type; an
  *   unknown resource type gives MPI_COMM_NULL; HW_UNGUIDED gives a strict
  *   subset or MPI_COMM_NULL; each result carries traffic.
+ * - MPI_Get_hw_resource_info and MPI_COMM_TYPE_RESOURCE_GUIDED (MPI-4.1).
  * - MPI_Comm_create_group over a subset (the odd ranks, in reverse order):
  *   non-members do not call; two disjoint groups with different tags.
  * - toint / fromint round trips for every kind of handle, predefined and
@@ -66,6 +67,87 @@ static void my_node(int *first, int *count)
     *count = (int)((long)(node + 1) * n / k) - *first;
 }
 
+/* Split with one info key set; the new communicator's size (0: MPI_COMM_NULL). */
+static int split_with(int split, const char *key, const char *value)
+{
+    MPI_Info info;
+    MPI_Comm c;
+    int size = 0;
+    CHECK_MPI(MPI_Info_create(&info));
+    CHECK_MPI(MPI_Info_set(info, key, value));
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, split, me, info, &c));
+    CHECK_MPI(MPI_Info_free(&info));
+    if (c != MPI_COMM_NULL) {
+        MPI_Comm_size(c, &size);
+        ring(c, value);
+        CHECK_MPI(MPI_Comm_free(&c));
+    }
+    return size;
+}
+
+/*
+ * MPI_Get_hw_resource_info (MPI-4.1): "hwloc://<level>" keys, "true" when
+ * this process sits inside one object of the level; HW_GUIDED and
+ * RESOURCE_GUIDED take those URIs and agree with the values. RESOURCE_GUIDED
+ * also splits by process set; both keys at once is an error.
+ */
+static void resource_guided(int node_count)
+{
+    MPI_Info hw;
+    int nkeys, flag;
+    char key[MPI_MAX_INFO_KEY + 1], value[MPI_MAX_INFO_VAL + 1];
+    CHECK_MPI(MPI_Get_hw_resource_info(&hw));
+    CHECK(hw != MPI_INFO_NULL, "MPI_Get_hw_resource_info gave MPI_INFO_NULL");
+    CHECK_MPI(MPI_Info_get_nkeys(hw, &nkeys));
+    CHECK(nkeys >= 1, "MPI_Get_hw_resource_info: no keys");
+    for (int k = 0; k < nkeys; k++) {
+        CHECK_MPI(MPI_Info_get_nthkey(hw, k, key));
+        CHECK_MPI(MPI_Info_get(hw, key, MPI_MAX_INFO_VAL, value, &flag));
+        CHECK(strncmp(key, "hwloc://", 8) == 0, "hw resource key %s is not a hwloc:// URI", key);
+        CHECK(flag && (strcmp(value, "true") == 0 || strcmp(value, "false") == 0), "hw resource %s = %s", key,
+              value);
+    }
+    /* The machine always has PUs and packages: the keys every rank sees
+     * alike, so every rank may split by them. */
+    static const char *const levels[] = { "hwloc://Package", "hwloc://PU" };
+    for (int l = 0; l < 2; l++) {
+        CHECK_MPI(MPI_Info_get(hw, levels[l], MPI_MAX_INFO_VAL, value, &flag));
+        CHECK(flag, "MPI_Get_hw_resource_info has no %s", levels[l]);
+        int inside = strcmp(value, "true") == 0;
+        int size = split_with(MPI_COMM_TYPE_HW_GUIDED, "mpi_hw_resource_type", levels[l]);
+        CHECK(inside ? size >= 1 : size == 0, "HW_GUIDED %s: size %d, but the info says %s", levels[l], size, value);
+        int again = split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "mpi_hw_resource_type", levels[l]);
+        CHECK(again == size, "RESOURCE_GUIDED %s: size %d, HW_GUIDED %d", levels[l], again, size);
+    }
+    CHECK_MPI(MPI_Info_free(&hw));
+    CHECK(split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "mpi_hw_resource_type", "mpi_shared_memory") == node_count,
+          "RESOURCE_GUIDED mpi_shared_memory is not the node");
+    CHECK(split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "mpi_pset_name", "mpi://WORLD") == n,
+          "RESOURCE_GUIDED mpi://WORLD is not the whole world");
+    CHECK(split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "mpi_pset_name", "mpi://SELF") == 1,
+          "RESOURCE_GUIDED mpi://SELF is not one process");
+    CHECK(split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "mpi_pset_name", "mpi://NOWHERE") == 0,
+          "RESOURCE_GUIDED with an unknown process set gave a communicator");
+    CHECK(split_with(MPI_COMM_TYPE_RESOURCE_GUIDED, "other_key", "mpi://WORLD") == 0,
+          "RESOURCE_GUIDED without its keys gave a communicator");
+
+    MPI_Info both;
+    MPI_Comm c = MPI_COMM_NULL;
+    CHECK_MPI(MPI_Info_create(&both));
+    CHECK_MPI(MPI_Info_set(both, "mpi_hw_resource_type", "hwloc://PU"));
+    CHECK_MPI(MPI_Info_set(both, "mpi_pset_name", "mpi://WORLD"));
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, both, &c))
+              == MPI_ERR_INFO_VALUE && c == MPI_COMM_NULL,
+          "RESOURCE_GUIDED with both keys is not MPI_ERR_INFO_VALUE");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Info_free(&both));
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    CHECK(error_class(MPI_Get_hw_resource_info(NULL)) == MPI_ERR_ARG,
+          "MPI_Get_hw_resource_info(NULL) is not MPI_ERR_ARG");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+}
+
 static void split_type(void)
 {
     MPI_Comm shared, guided, none, unknown, unguided;
@@ -116,6 +198,7 @@ static void split_type(void)
         ring(unguided, "HW_UNGUIDED");
         CHECK_MPI(MPI_Comm_free(&unguided));
     }
+    resource_guided(count);
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(error_class(MPI_Comm_split_type(MPI_COMM_WORLD, 12345, 0, MPI_INFO_NULL, &none)) == MPI_ERR_ARG,
           "an unknown split type is not MPI_ERR_ARG");
