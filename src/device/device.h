@@ -190,6 +190,12 @@ struct hashi_device_coll_args {
     int root;             /* bcast, reduce, gather, scatter */
 };
 struct hashi_device_coll_op;   /* the device's */
+/* One member's data for one peer in a sparse exchange (below). */
+struct hashi_device_block {
+    int peer;             /* rank in the communicator (may be the caller's own) */
+    size_t bytes;         /* more than 0 */
+    void *buf;            /* contiguous; read for a send, written for a receive */
+};
 struct hashi_device_coll_ops {
     int (*barrier)(struct MPI_ABI_Comm *comm);
     int (*bcast)(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *comm);
@@ -225,6 +231,23 @@ struct hashi_device_coll_ops {
      * sendbuf is never MPI_IN_PLACE. */
     int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                                 struct MPI_ABI_Comm *comm);
+    /*
+     * A sparse exchange: the v and w forms (alltoallv / w, allgatherv,
+     * gatherv, scatterv) and the neighbourhood collectives, whose counts
+     * only each pair of members knows alike. This member sends sends[k] to
+     * sends[k].peer and receives recvs[k] from recvs[k].peer: at most one
+     * of each per peer (the caller concatenates several blocks for one
+     * peer, in MPI's matching order), and a send to a peer is that peer's
+     * receive from us, of the same length (MPI's equal type signatures);
+     * a peer with nothing either way is not in the lists, on either side.
+     * So a device chooses how to move each pair's data from its length,
+     * which both ends know, and declines only on the communicator (every
+     * member alike). A program whose lengths differ is erroneous: it may
+     * get wrong data or an error, never a write past a receive's bytes.
+     * Blocking; any size.
+     */
+    int (*exchange)(const struct hashi_device_block *sends, int nsends, const struct hashi_device_block *recvs,
+                    int nrecvs, struct MPI_ABI_Comm *comm);
     /* The most bytes (bcast: the message, allreduce and scans: the vector,
      * alltoall, gather, scatter, reduce_scatter_block: one rank's block) the
      * device carries in its own slots. Larger ones the

@@ -151,6 +151,7 @@ struct dn_stats {
     uint64_t coll_bcasts, coll_allreduces, coll_alltoalls, coll_slot_waits, coll_allgathers;
     uint64_t counter_barriers;   /* of barriers: those on an LLCM counter */
     uint64_t coll_gathers, coll_scatters, coll_scans, coll_exscans, coll_reduce_scatters;
+    uint64_t coll_exchanges;   /* sparse exchanges: the v and w forms, the neighbourhood collectives */
     uint64_t coll_nb_ops;        /* nonblocking / persistent runs on LLCM (also counted by kind above) */
     uint64_t staged_bcasts;      /* of coll_bcasts: through the root's stage */
     uint64_t in_place;           /* of botf: sent from the caller's memory (block_sendv) */

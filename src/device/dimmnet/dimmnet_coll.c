@@ -120,6 +120,7 @@ static struct {
     void *scratch;         /* copies of peers' contributions read in place */
     size_t scratch_len;
     int *readers;          /* by comm rank: the members reading our offered buffer */
+    int *x_send, *x_recv;  /* dn_exchange: by comm rank, our block for / from it (-1: none) */
     int *sources;          /* struct sources */
     size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
     /* The staged broadcast: our stage (transport.h), the largest broadcast
@@ -1916,6 +1917,90 @@ static int dn_scatter(const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
 }
 
 /*
+ * A sparse exchange (device.h: the v and w forms, the neighbourhood
+ * collectives): one pair collective with every member we send to or
+ * receive from, the others untouched (both ends of a pair know alike
+ * whether it has data, so their pair sequences stay in step). Such a pair
+ * posts both ways, an empty flag where nothing goes that way, so that a
+ * peer's post for k still proves it finished k - 1 (the ring's reuse
+ * rule). Data up to max_bytes travels in the slot; a longer block is
+ * offered like the large alltoall's: its key in the slot, the reader PULLs
+ * it and acknowledges, and we return once every reader has. Both ends
+ * choose by the block's length, which MPI makes the same on both.
+ */
+static int dn_exchange(const struct hashi_device_block *sends, int nsends, const struct hashi_device_block *recvs,
+                       int nrecvs, struct MPI_ABI_Comm *c)
+{
+    follows_barrier(c, -1);
+    if (!flat_comm(c))
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS, offered = 0;
+    int *to = co.x_send, *from = co.x_recv;   /* by comm rank: index into sends / recvs, or -1 */
+    for (int i = 0; i < n; i++)
+        to[i] = from[i] = -1;
+    for (int k = 0; k < nsends; k++)
+        to[sends[k].peer] = k;
+    for (int k = 0; k < nrecvs; k++)
+        from[recvs[k].peer] = k;
+    if (to[me] >= 0 && from[me] >= 0)
+        memcpy(recvs[from[me]].buf, sends[to[me]].buf,
+               sends[to[me]].bytes < recvs[from[me]].bytes ? sends[to[me]].bytes : recvs[from[me]].bytes);
+    struct hashi_tl_mem *mem = NULL;
+    for (int k = 0; k < nsends; k++)
+        offered += sends[k].peer != me && sends[k].bytes > co.max_bytes;
+    if (offered && !(mem = malloc((size_t)offered * sizeof *mem)))
+        return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
+    /* Posts, the next rank first (as every flat collective). */
+    int posted = 0;
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me + k) % n;
+        if (to[i] < 0 && from[i] < 0)
+            continue;
+        co.seq[i] = ++co.blk.peer[co.member[i]].seq;
+        const struct hashi_device_block *b = to[i] >= 0 ? &sends[to[i]] : NULL;
+        if (b && b->bytes > co.max_bytes) {
+            if (hashi_transport_mem_reg(b->buf, b->bytes, &mem[posted]) != 0) {
+                rc = MPI_ERR_NO_MEM;
+                break;
+            }
+            if ((rc = post_key(&mem[posted], i)) != MPI_SUCCESS) {
+                hashi_transport_mem_dereg(&mem[posted]);
+                break;
+            }
+            co.readers[posted++] = i;
+        } else {
+            rc = post(co.member[i], co.seq[i], b ? b->buf : NULL, b ? b->bytes : 0);
+        }
+    }
+    /* Arrivals, the previous rank first: the data, or the empty flag. */
+    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
+        int i = (me - k + n) % n;
+        if (to[i] < 0 && from[i] < 0)
+            continue;
+        const struct hashi_device_block *b = from[i] >= 0 ? &recvs[from[i]] : NULL;
+        if (b && b->bytes > co.max_bytes) {
+            rc = read_offered(i, b->buf, b->bytes, 0);
+        } else {
+            wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
+            if (b)
+                memcpy(b->buf, data_from(co.member[i], co.seq[i]), b->bytes);
+        }
+    }
+    /* Our offered blocks stay registered until their readers have them
+     * (after an error too: a reader may still be reading). */
+    for (int k = 0; k < posted; k++) {
+        struct consumed_wait cw = { co.member[co.readers[k]], co.seq[co.readers[k]] };
+        if (!consumed(&cw))
+            hashi_progress_wait_until(consumed, &cw);
+        hashi_transport_mem_dereg(&mem[k]);
+    }
+    free(mem);
+    if (rc == MPI_SUCCESS)
+        hashi_dn_stats.coll_exchanges++;
+    return rc;
+}
+
+/*
  * Scan and exscan up to a slot, flat, one step: a member stores its vector
  * into the slot of every rank above it and folds those of the ranks below
  * in rank order (x0 op (x1 op ... x(r))), then acknowledges them (the
@@ -2117,6 +2202,7 @@ void hashi_dn_coll_ops(struct hashi_device_coll_ops *ops)
     ops->scatter = coll ? dn_scatter : NULL;
     ops->scan = coll ? dn_scan : NULL;
     ops->reduce_scatter_block = coll ? dn_reduce_scatter_block : NULL;
+    ops->exchange = coll ? dn_exchange : NULL;
     ops->max_bytes = coll ? (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX) : 0;
     ops->comm_free = dn_comm_free;
 }
@@ -2181,13 +2267,15 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.seq = malloc((size_t)n * sizeof *co.seq);
     co.seq_in = malloc((size_t)n * sizeof *co.seq_in);
     co.readers = malloc((size_t)n * sizeof *co.readers);
+    co.x_send = malloc((size_t)n * sizeof *co.x_send);
+    co.x_recv = malloc((size_t)n * sizeof *co.x_recv);
     co.sources = malloc((size_t)n * sizeof *co.sources);
     /* reduce_staged tells each member twice before the next stage_claim */
     co.stage_reader = malloc(2 * (size_t)n * sizeof *co.stage_reader);
     co.stage_seq = malloc(2 * (size_t)n * sizeof *co.stage_seq);
     co.blk.peer = calloc((size_t)n, sizeof *co.blk.peer);
-    if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.sources || !co.stage_reader ||
-        !co.stage_seq || !co.blk.peer) {
+    if (!co.local_index || !co.member || !co.seq || !co.seq_in || !co.readers || !co.x_send || !co.x_recv ||
+        !co.sources || !co.stage_reader || !co.stage_seq || !co.blk.peer) {
         snprintf(err, errlen, "dimmnet: out of memory for the collective state of %d ranks", n);
         hashi_dn_coll_finalize();
         return -1;
@@ -2276,6 +2364,8 @@ void hashi_dn_coll_finalize(void)
     }
     free(co.scratch);
     free(co.readers);
+    free(co.x_send);
+    free(co.x_recv);
     free(co.sources);
     free(co.stage_reader);
     free(co.stage_seq);

@@ -353,6 +353,11 @@ static int alltoallvw(const struct hashi_coll_call *call, const void *sendbuf, c
     struct hashi_coll_blocks send = { .buf = (char *)sendbuf, .counts = scounts, .displs = sdispls,
                                       .unit = is_w ? 1 : (st ? hashi_type_extent(st) : 1), .type = stype,
                                       .types = is_w ? stypes : NULL };
+    if (call->mode == HASHI_COLL_BLOCKING && !in_place) {
+        const struct hashi_coll_xside xs = { n, NULL, NULL, &send }, xr = { n, NULL, NULL, &recv };
+        if ((rc = hashi_coll_device_exchange(c, 1, &xs, &xr)) != HASHI_DEVICE_COLL_DECLINE)
+            return rc == MPI_SUCCESS ? rc : hashi_err_comm(call->func, comm, rc, "the device's exchange failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
     if (s) {
         void *arrays = NULL;

@@ -172,6 +172,29 @@ static inline MPI_Datatype hashi_blocks_type(const struct hashi_coll_blocks *b, 
 /* Bytes of data in block i. */
 size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i);
 
+/* ---- the device's sparse exchange (device.h: the v and w forms, the neighbourhood collectives) ---- */
+
+/* One side of a sparse exchange: m blocks of b, the k-th in MPI's matching
+ * order being block order[k] (order NULL: k), which goes to (comes from)
+ * the member peer[block] (peer NULL: the block's index; MPI_PROC_NULL:
+ * nothing moves). */
+struct hashi_coll_xside {
+    int m;
+    const int *peer;
+    const int *order;
+    const struct hashi_coll_blocks *b;
+};
+/* Whether blocking sparse exchanges on c go to the device (select.c:
+ * HASHI_COLL_DEVICE_EXCHANGE; alltoallv: and no algorithm named). */
+int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv);
+/* A blocking sparse exchange on the device: each member's blocks for one
+ * peer are concatenated in order (packed unless one contiguous block), and
+ * unpacked likewise on the other side. The device's result,
+ * HASHI_DEVICE_COLL_DECLINE (no entry, not allowed, or the device
+ * declines: the same on every member), or MPI_ERR_NO_MEM. */
+int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
+                               const struct hashi_coll_xside *recv);
+
 /* ---- the device's block collectives (alltoall, allgather, gather, scatter) ---- */
 
 /* Whether a blocking broadcast of `bytes` (allgather, alltoall: a block of

@@ -176,6 +176,121 @@ int hashi_coll_is_root(MPI_Comm comm, int root)
     return c && c->rank == root;
 }
 
+/* ---- the device's sparse exchange ---- */
+
+/* The k-th block of side x in matching order: its index into x->b, and
+ * the member it goes to / comes from. */
+static int xblock(const struct hashi_coll_xside *x, int k, int *peer)
+{
+    int j = x->order ? x->order[k] : k;
+    *peer = x->peer ? x->peer[j] : j;
+    return j;
+}
+
+/* Where block j of b is, if it is one contiguous run of bytes; else NULL. */
+static char *xblock_in_place(const struct hashi_coll_blocks *b, int j)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(hashi_blocks_type(b, j));
+    return hashi_type_is_contig_count(t, hashi_blocks_count(b, j)) ? hashi_blocks_ptr(b, j) + t->true_lb : NULL;
+}
+
+/* Per peer, one side: its bytes, its blocks to stage (0: its one block
+ * goes in place), its first block, and where its staging starts. */
+struct xpeer {
+    size_t bytes, at;
+    int blocks, first;
+};
+
+/* Sums side x per peer; returns the bytes it stages (a peer's blocks unless
+ * they are one contiguous block). */
+static size_t xside_count(const struct hashi_coll_xside *x, int n, struct xpeer *ps)
+{
+    for (int p = 0; p < n; p++)
+        ps[p] = (struct xpeer){ 0, 0, 0, 0 };
+    for (int k = 0; k < x->m; k++) {
+        int p, j = xblock(x, k, &p);
+        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);   /* MPI_PROC_NULL: nothing */
+        if (len == 0)
+            continue;
+        if (ps[p].blocks++ == 0)
+            ps[p].first = j;
+        ps[p].bytes += len;
+    }
+    size_t staged = 0;
+    for (int p = 0; p < n; p++) {
+        if (ps[p].blocks == 1 && xblock_in_place(x->b, ps[p].first))
+            ps[p].blocks = 0;
+        staged += ps[p].blocks ? ps[p].bytes : 0;
+    }
+    return staged;
+}
+
+/* Side x's device blocks (one per peer with data, in peer order) into
+ * out, staged ones from staging + *used; packs the send side's. */
+static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *ps, char *staging, size_t *used,
+                        int pack, struct hashi_device_block *out)
+{
+    int count = 0;
+    for (int p = 0; p < n; p++) {
+        if (!ps[p].bytes)
+            continue;
+        char *buf = ps[p].blocks ? staging + *used : xblock_in_place(x->b, ps[p].first);
+        if (ps[p].blocks) {
+            ps[p].at = *used;
+            *used += ps[p].bytes;
+        }
+        out[count++] = (struct hashi_device_block){ p, ps[p].bytes, buf };
+    }
+    /* Staged blocks in matching order, each after its peer's previous one. */
+    for (int k = 0; pack && k < x->m; k++) {
+        int p, j = xblock(x, k, &p);
+        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
+        if (len == 0 || !ps[p].blocks)
+            continue;
+        hashi_type_pack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j),
+                        hashi_type_get(hashi_blocks_type(x->b, j)), 0, staging + ps[p].at, len);
+        ps[p].at += len;
+    }
+    return count;
+}
+
+/* After the exchange: the staged receive blocks out to where they go. */
+static void xside_unpack(const struct hashi_coll_xside *x, struct xpeer *ps, const char *staging)
+{
+    for (int k = 0; k < x->m; k++) {
+        int p, j = xblock(x, k, &p);
+        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
+        if (len == 0 || !ps[p].blocks)
+            continue;
+        hashi_type_unpack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j),
+                          hashi_type_get(hashi_blocks_type(x->b, j)), 0, staging + ps[p].at, len);
+        ps[p].at += len;
+    }
+}
+
+int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
+                               const struct hashi_coll_xside *recv)
+{
+    int n = c->size;
+    if (!hashi_device->coll.exchange || n < 2 || !hashi_coll_device_exchange_ok(c, alltoallv))
+        return HASHI_DEVICE_COLL_DECLINE;
+    struct xpeer *ps = malloc(2 * (size_t)n * sizeof *ps);
+    struct hashi_device_block *db = malloc(2 * (size_t)n * sizeof *db);
+    size_t staged = ps ? xside_count(send, n, ps) + xside_count(recv, n, ps + n) : 0, used = 0;
+    char *staging = staged ? malloc(staged) : NULL;
+    if (!ps || !db || (staged && !staging)) {
+        free(ps), free(db), free(staging);
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    }
+    int nsends = xside_blocks(send, n, ps, staging, &used, 1, db);
+    int nrecvs = xside_blocks(recv, n, ps + n, staging, &used, 0, db + nsends);
+    int rc = hashi_device->coll.exchange(db, nsends, db + nsends, nrecvs, c);
+    if (rc == MPI_SUCCESS)
+        xside_unpack(recv, ps + n, staging);
+    free(ps), free(db), free(staging);
+    return rc;
+}
+
 /* The device's blocking entry for a block collective (a's kind). */
 static int device_blocks_run(const struct hashi_device_coll_args *a)
 {

@@ -21,6 +21,8 @@
  */
 #include "mpi/coll/coll_data.h"
 
+#include "device/device.h"
+
 #include <stdlib.h>
 
 #include "mpi/topo.h"
@@ -44,6 +46,27 @@ static int build_neighbor(struct hashi_sched *s, int cartesian, int indegree, co
             rc = hashi_sched_send(s, hashi_blocks_ptr(send, j), hashi_blocks_count(send, j),
                                   hashi_blocks_type(send, j), destinations[j]);
     }
+    return rc;
+}
+
+/* The blocking call on the device's sparse exchange, the blocks in
+ * build_neighbor's order (which is MPI's matching order). */
+static int device_neighbor(struct MPI_ABI_Comm *c, int cartesian, int indegree, const int sources[], int outdegree,
+                           const int destinations[], const struct hashi_coll_blocks *send,
+                           const struct hashi_coll_blocks *recv)
+{
+    if (!hashi_device->coll.exchange)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int *order = NULL;
+    if (cartesian && outdegree > 0) {
+        if (!(order = malloc((size_t)outdegree * sizeof *order)))
+            return MPI_ERR_NO_MEM;
+        for (int k = 0; k < outdegree; k++)
+            order[k] = k ^ 1;
+    }
+    const struct hashi_coll_xside xs = { outdegree, destinations, order, send }, xr = { indegree, sources, NULL, recv };
+    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    free(order);
     return rc;
 }
 
@@ -94,6 +117,9 @@ static int neighbor(const struct hashi_coll_call *call, enum neighbor_kind kind,
         return rc;
     int cartesian = topo_kind == MPI_CART && outdegree % 2 == 0;
 
+    if (call->mode == HASHI_COLL_BLOCKING && (rc = device_neighbor(c, cartesian, indegree, sources, outdegree,
+                                                                    destinations, &send, &recv)) != HASHI_DEVICE_COLL_DECLINE)
+        return rc == MPI_SUCCESS ? rc : hashi_err_comm(call->func, comm, rc, "the device's exchange failed");
     struct hashi_sched *s = hashi_sched_create(c);
     if (s)
         rc = build_neighbor(s, cartesian, indegree, sources, outdegree, destinations, &send, &recv);

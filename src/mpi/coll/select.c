@@ -321,6 +321,7 @@ static struct {
     size_t device_read_min[HASHI_DEVICE_ALLTOALL + 1], device_read_max[HASHI_DEVICE_ALLTOALL + 1];
     int device_read_ranks;
     size_t bcast_tree_min, many_read_min, blocks_stage_max;
+    int device_exchange;
 } data_conf;
 
 static void data_conf_load(void)
@@ -346,6 +347,7 @@ static void data_conf_load(void)
     data_conf.bcast_tree_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BCAST_TREE_MIN);
     data_conf.many_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_MANY_READ_MIN);
     data_conf.blocks_stage_max = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_BLOCKS_STAGE_MAX);
+    data_conf.device_exchange = (int)hashi_param_int(HASHI_P_COLL_DEVICE_EXCHANGE);
 }
 
 /* The hint on c, else the parameter: the forced algorithm or FORCE_NONE. */
@@ -419,6 +421,13 @@ enum hashi_alltoall_alg hashi_coll_alltoallv_alg(const struct MPI_ABI_Comm *c, s
     if (alg == FORCE_NONE)
         alg = max_block_bytes >= data_conf.alltoall_long ? HASHI_ALLTOALL_PAIRWISE : HASHI_ALLTOALL_SCATTERED;
     return alg == HASHI_ALLTOALL_BRUCK ? HASHI_ALLTOALL_SCATTERED : (enum hashi_alltoall_alg)alg;
+}
+
+int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv)
+{
+    pthread_once(&conf_once, conf_load);
+    return data_conf.device_exchange &&
+           (!alltoallv || forced(c, "hashi_coll_alltoallv", data_conf.alltoallv, NAMES(alltoall_names)) == FORCE_NONE);
 }
 
 int hashi_coll_alltoall_window(void)
