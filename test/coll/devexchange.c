@@ -1,7 +1,8 @@
 /*
  * devexchange: the device's sparse exchange (device.h `exchange`), which
- * carries the blocking MPI_Alltoallv, MPI_Alltoallw and the neighbourhood
- * collectives.
+ * carries the blocking MPI_Alltoallv, MPI_Alltoallw, MPI_Gatherv,
+ * MPI_Scatterv, MPI_Allgatherv (what the allgather kind leaves) and the
+ * neighbourhood collectives.
  *
  * - Alltoallv with irregular counts: zeros, pairs within a slot and pairs
  *   above it in one call (HASHI_DIMMNET_COLL_MAX: each pair's path is its
@@ -16,6 +17,8 @@
  *   Neighbor_allgather on a non-periodic line (MPI_PROC_NULL ends);
  *   Neighbor_alltoallv on a distributed graph with a self edge and a
  *   doubled edge (the k-th edge from a to b meets the k-th into b from a).
+ * - Gatherv and Scatterv at every root, in place and not; Allgatherv with
+ *   irregular counts, in place and not; nothing written past a block.
  * Every element is checked against its value from the sender's rank, the
  * call and the position; each call carries values of its own.
  *
@@ -144,6 +147,80 @@ static void alltoallw(void)
     CHECK_MPI(MPI_Type_free(&pairs));
 }
 
+/* Gatherv at root (in place or not), then Scatterv back, both with the
+ * pair counts of pair_count (0, small and above the slot). */
+static void rooted_v(int root, int in_place)
+{
+    int tag = ++tag_seq;
+    static int64_t mine[MAXK], all[MAXRANKS * (MAXK + 2)];
+    int counts[MAXRANKS], displs[MAXRANKS], at = 0;
+    for (int p = 0; p < n; p++) {
+        counts[p] = pair_count(p, root, tag);
+        displs[p] = at;
+        at += counts[p] + 2;
+    }
+    int k = counts[me];
+    for (int i = 0; i < k; i++)
+        mine[i] = value(me, root, tag, i);
+    for (int i = 0; i < MAXRANKS * (MAXK + 2); i++)
+        all[i] = -5;
+    int place = in_place && me == root;
+    if (place)
+        for (int i = 0; i < k; i++)
+            all[displs[me] + i] = mine[i];
+    CHECK_MPI(MPI_Gatherv(place ? MPI_IN_PLACE : mine, k, MPI_INT64_T, all, counts, displs, MPI_INT64_T, root,
+                          MPI_COMM_WORLD));
+    expected_calls++;
+    if (me == root)
+        for (int p = 0; p < n; p++) {
+            for (int i = 0; i < counts[p]; i++)
+                CHECK(all[displs[p] + i] == value(p, root, tag, i), "gatherv at %d%s from %d element %d: %lld", root,
+                      place ? " in place" : "", p, i, (long long)all[displs[p] + i]);
+            CHECK(all[displs[p] + counts[p]] == -5, "gatherv wrote past the block from %d", p);
+        }
+    /* Scatterv: the root sends each member its block back, changed. */
+    tag = ++tag_seq;
+    if (me == root)
+        for (int p = 0; p < n; p++)
+            for (int i = 0; i < counts[p]; i++)
+                all[displs[p] + i] = value(root, p, tag, i);
+    for (int i = 0; i < MAXK; i++)
+        mine[i] = -6;
+    CHECK_MPI(MPI_Scatterv(all, counts, displs, MPI_INT64_T, place ? MPI_IN_PLACE : mine, k, MPI_INT64_T, root,
+                           MPI_COMM_WORLD));
+    expected_calls++;
+    for (int i = 0; i < k && !place; i++)
+        CHECK(mine[i] == value(root, me, tag, i), "scatterv from %d element %d: %lld", root, i, (long long)mine[i]);
+    if (k < MAXK && !place)
+        CHECK(mine[k] == -6, "scatterv wrote past the block");
+}
+
+/* Allgatherv with irregular counts (each member's own count for all). */
+static void allgatherv(int in_place)
+{
+    int tag = ++tag_seq;
+    static int64_t mine[MAXK], all[MAXRANKS * (MAXK + 1)];
+    int counts[MAXRANKS], displs[MAXRANKS], at = 0;
+    for (int p = n - 1; p >= 0; p--) {   /* blocks in reverse rank order */
+        counts[p] = pair_count(p, p, tag);
+        displs[p] = at;
+        at += counts[p] + 1;
+    }
+    for (int i = 0; i < MAXRANKS * (MAXK + 1); i++)
+        all[i] = -4;
+    for (int i = 0; i < counts[me]; i++)
+        (in_place ? all + displs[me] : mine)[i] = value(me, 0, tag, i);
+    CHECK_MPI(MPI_Allgatherv(in_place ? MPI_IN_PLACE : mine, counts[me], MPI_INT64_T, all, counts, displs,
+                             MPI_INT64_T, MPI_COMM_WORLD));
+    expected_calls++;
+    for (int p = 0; p < n; p++) {
+        for (int i = 0; i < counts[p]; i++)
+            CHECK(all[displs[p] + i] == value(p, 0, tag, i), "allgatherv%s from %d element %d: %lld",
+                  in_place ? " in place" : "", p, i, (long long)all[displs[p] + i]);
+        CHECK(all[displs[p] + counts[p]] == -4, "allgatherv wrote past the block from %d", p);
+    }
+}
+
 /* Periodic ring: send[0] to rank - 1, send[1] to rank + 1; recv[0] from
  * rank - 1 (what it sent to its + 1), recv[1] from rank + 1. */
 static void neighbor_ring(MPI_Comm ring, int k)
@@ -253,6 +330,10 @@ int main(int argc, char **argv)
         neighbor_line(line, 9);
         neighbor_line(line, MAXK);
         neighbor_graph(graph);
+        for (int root = 0; root < n; root++)
+            rooted_v(root, (root + round) % 2);
+        allgatherv(round % 2);
+        allgatherv(!(round % 2));
     }
     if (check) {
         unsigned long long v = 0;

@@ -1597,8 +1597,6 @@ static const struct dn_counter dn_counters[] = {
     DN_COUNTER("llcm_counter_barriers", counter_barriers, "of the barriers, those on an LLCM counter"),
     DN_COUNTER("llcm_nb_colls", coll_nb_ops, "nonblocking and persistent collectives run on LLCM"),
     DN_COUNTER("llcm_gathers", coll_gathers, "gathers on LLCM slots"),
-    DN_COUNTER("llcm_exchanges", coll_exchanges,
-               "sparse exchanges (v and w forms, neighbourhood collectives) on LLCM slots or reads"),
     DN_COUNTER("llcm_scatters", coll_scatters, "scatters on LLCM slots"),
     DN_COUNTER("llcm_scans", coll_scans, "inclusive scans on LLCM slots"),
     DN_COUNTER("llcm_exscans", coll_exscans, "exclusive scans on LLCM slots"),
@@ -1619,6 +1617,8 @@ static const struct dn_counter dn_counters[] = {
     DN_COUNTER("part_pushes", part_pushes, "PUSHes of partitions (a run readied before its grant goes as one)"),
     AM_COUNTER("prepared_regs", hashi_am_prepared_regs, "buffers of persistent requests registered (once per request and peer)"),
     AM_COUNTER("regs_saved", hashi_am_regs_saved, "rendezvous that used their persistent request's registration instead of registering"),
+    DN_COUNTER("llcm_exchanges", coll_exchanges,
+               "sparse exchanges (v and w forms, neighbourhood collectives) on LLCM slots or reads"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER

@@ -298,6 +298,39 @@ static int device_allgatherv(struct hashi_sched *s, const void *sendbuf, MPI_Cou
     return rc;
 }
 
+/*
+ * Blocking Allgatherv that the allgather kind does not take (unequal
+ * counts, or blocks above the slots) on the device's sparse exchange: our
+ * one block to every member, every member's into its place. With
+ * MPI_IN_PLACE our block is in its place already and stays.
+ */
+static int device_allgatherv_exchange(const void *sendbuf, MPI_Count scount, MPI_Datatype stype, void *recvbuf,
+                                      const MPI_Count rcounts[], const MPI_Aint displs[],
+                                      const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype, struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.exchange)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, *peers = NULL;
+    const struct hashi_coll_blocks mine =
+        sendbuf == MPI_IN_PLACE ? (struct hashi_coll_blocks){ .buf = (char *)recvbuf +
+                                                                     displs[c->rank] * hashi_type_extent(rt),
+                                                              .count = rcounts[c->rank], .type = rtype }
+                                : (struct hashi_coll_blocks){ .buf = (char *)sendbuf, .count = scount, .type = stype };
+    const struct hashi_coll_blocks all = { .buf = recvbuf, .counts = rcounts, .displs = displs,
+                                           .unit = hashi_type_extent(rt), .type = rtype };
+    if (sendbuf == MPI_IN_PLACE) {
+        if (!(peers = malloc((size_t)n * sizeof *peers)))
+            return MPI_ERR_NO_MEM;
+        for (int i = 0; i < n; i++)
+            peers[i] = i == c->rank ? MPI_PROC_NULL : i;
+    }
+    /* stride 0: block i of `mine` is the one block, for every member */
+    const struct hashi_coll_xside xs = { n, peers, NULL, &mine }, xr = { n, peers, NULL, &all };
+    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    free(peers);
+    return rc;
+}
+
 static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                      void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                      MPI_Datatype rtype, MPI_Comm comm, int is_v)
@@ -327,6 +360,13 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
     if (call->mode == HASHI_COLL_BLOCKING && (!is_v || veq >= 0)) {
         rc = is_v ? device_allgatherv(NULL, sendbuf, scount, st, stype, recvbuf, veq, displs, rt, rtype, c)
                   : device_allgather(sendbuf, scount, st, recvbuf, rcount, rt, c);
+        if (rc == MPI_SUCCESS)
+            return MPI_SUCCESS;
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return hashi_err_comm(call->func, comm, rc, "the device's allgather failed");
+    }
+    if (call->mode == HASHI_COLL_BLOCKING && is_v) {
+        rc = device_allgatherv_exchange(sendbuf, scount, stype, recvbuf, rcounts, displs, rt, rtype, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)

@@ -7,7 +7,8 @@
  * The root receives each child's subtree directly into recvbuf with the
  * receive type; only a subtree whose ranks wrap past n - 1 goes through
  * scratch. Gatherv is linear (the counts are known at the root only).
- * Gather asks the device first (device_gather).
+ * Gather asks the device first (device_gather), blocking Gatherv the
+ * device's sparse exchange (device_gatherv).
  */
 #include "mpi/coll/coll_data.h"
 
@@ -165,6 +166,36 @@ static int device_gather(struct hashi_sched *s, const struct gather_args *ga, si
              : hashi_coll_device_blocks(&a, &send, to);
 }
 
+/*
+ * Blocking Gatherv on the device's sparse exchange: each member's block to
+ * the root, the root's counts placing them (a pair with nothing to move is
+ * left out at both ends alike). The root's MPI_IN_PLACE block stays.
+ */
+static int device_gatherv(const struct gather_args *ga, struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.exchange)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, in_place = ga->sendbuf == MPI_IN_PLACE, *from = NULL;
+    const int root[1] = { ga->root };
+    const struct hashi_coll_blocks mine = { .buf = (char *)ga->sendbuf, .count = ga->scount, .type = ga->stype };
+    struct hashi_coll_blocks all;
+    struct hashi_coll_xside xs = { in_place ? 0 : 1, root, NULL, &mine }, xr = { 0, NULL, NULL, NULL };
+    if (c->rank == ga->root) {
+        all = (struct hashi_coll_blocks){ .buf = ga->recvbuf, .counts = ga->rcounts, .displs = ga->displs,
+                                          .unit = hashi_type_extent(hashi_type_get(ga->rtype)), .type = ga->rtype };
+        if (in_place) {
+            if (!(from = malloc((size_t)n * sizeof *from)))
+                return MPI_ERR_NO_MEM;
+            for (int i = 0; i < n; i++)
+                from[i] = i == ga->root ? MPI_PROC_NULL : i;
+        }
+        xr = (struct hashi_coll_xside){ n, from, NULL, &all };
+    }
+    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    free(from);
+    return rc;
+}
+
 static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                   void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                   MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -178,8 +209,8 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
         return rc;
 
     struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
-    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
-        rc = device_gather(NULL, &a, blk, c);
+    if (call->mode == HASHI_COLL_BLOCKING) {
+        rc = is_v ? device_gatherv(&a, c) : device_gather(NULL, &a, blk, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)

@@ -6,7 +6,8 @@
  * type, largest subtree first; inner nodes receive their subtree packed in
  * scratch and pass the parts on), linear for large blocks. Only a subtree
  * whose ranks wrap past n - 1 is packed at the root. Scatterv is linear.
- * Scatter asks the device first (device_scatter).
+ * Scatter asks the device first (device_scatter), blocking Scatterv the
+ * device's sparse exchange (device_scatterv).
  */
 #include "mpi/coll/coll_data.h"
 
@@ -160,6 +161,36 @@ static int device_scatter(struct hashi_sched *s, const struct scatter_args *sa, 
              : hashi_coll_device_blocks(&a, from, to);
 }
 
+/*
+ * Blocking Scatterv on the device's sparse exchange: the root's blocks to
+ * each member, placed by the root's counts (the mirror of gather.c's
+ * device_gatherv). A root passing MPI_IN_PLACE keeps its block.
+ */
+static int device_scatterv(const struct scatter_args *sa, struct MPI_ABI_Comm *c)
+{
+    if (!hashi_device->coll.exchange)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, in_place = sa->recvbuf == MPI_IN_PLACE, *to = NULL;
+    const int root[1] = { sa->root };
+    const struct hashi_coll_blocks mine = { .buf = sa->recvbuf, .count = sa->rcount, .type = sa->rtype };
+    struct hashi_coll_blocks all;
+    struct hashi_coll_xside xs = { 0, NULL, NULL, NULL }, xr = { in_place ? 0 : 1, root, NULL, &mine };
+    if (c->rank == sa->root) {
+        all = (struct hashi_coll_blocks){ .buf = (char *)sa->sendbuf, .counts = sa->scounts, .displs = sa->displs,
+                                          .unit = hashi_type_extent(hashi_type_get(sa->stype)), .type = sa->stype };
+        if (in_place) {
+            if (!(to = malloc((size_t)n * sizeof *to)))
+                return MPI_ERR_NO_MEM;
+            for (int i = 0; i < n; i++)
+                to[i] = i == sa->root ? MPI_PROC_NULL : i;
+        }
+        xs = (struct hashi_coll_xside){ n, to, NULL, &all };
+    }
+    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    free(to);
+    return rc;
+}
+
 static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount,
                    const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype, void *recvbuf,
                    MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
@@ -173,8 +204,8 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
         return rc;
 
     struct scatter_args a = { sendbuf, scount, is_v ? scounts : NULL, displs, stype, recvbuf, rcount, rtype, root };
-    if (call->mode == HASHI_COLL_BLOCKING && !is_v) {
-        rc = device_scatter(NULL, &a, blk, c);
+    if (call->mode == HASHI_COLL_BLOCKING) {
+        rc = is_v ? device_scatterv(&a, c) : device_scatter(NULL, &a, blk, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)
