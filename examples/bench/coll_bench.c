@@ -20,6 +20,9 @@
  *   iallreduce   MPI_Iallreduce + MPI_Wait (as allreduce)
  *   igather, iscatter, iscan  MPI_Igather, MPI_Iscatter, MPI_Iscan + MPI_Wait (as above)
  *   pbarrier     MPI_Start + MPI_Wait of one MPI_Barrier_init request
+ *   alltoallv    MPI_Alltoallv, SIZE bytes to and from every rank (equal counts)
+ *   gatherv      MPI_Gatherv to rank 0, SIZE bytes from every rank
+ *   neighbor     MPI_Neighbor_alltoall on a periodic ring, SIZE bytes each way
  *
  * Sizes are 8 bytes and the powers of 4 from 16 bytes up to max_bytes
  * (default 4 MiB). For each size: warm-up calls, then each call is timed on
@@ -46,12 +49,16 @@
 #include <string.h>
 
 enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER, IBARRIER, IBCAST, IALLREDUCE, PBARRIER,
-             GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, IGATHER, ISCATTER, ISCAN };
+             GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, IGATHER, ISCATTER, ISCAN, ALLTOALLV, GATHERV,
+             NEIGHBOR };
 static const char *const bench_names[] = {"barrier",  "bcast",   "reduce",     "allreduce", "alltoall",
                                           "allgather", "ibarrier", "ibcast",    "iallreduce", "pbarrier",
                                           "gather",   "scatter", "scan",       "exscan",    "reduce_scatter",
-                                          "igather",  "iscatter", "iscan"};
+                                          "igather",  "iscatter", "iscan",      "alltoallv", "gatherv",
+                                          "neighbor"};
 static MPI_Request persistent = MPI_REQUEST_NULL;   /* pbarrier's */
+static MPI_Comm ring = MPI_COMM_NULL;               /* neighbor's */
+static int *vcounts, *vdispls;                      /* alltoallv's and gatherv's, per rank */
 
 /* Calls to time at one size: fewer for large messages, so a whole run stays
  * within a few seconds even with ranks oversubscribing the cores. */
@@ -135,6 +142,23 @@ static void run_once(enum bench b, char *send, char *recv, size_t bytes)
     case REDUCE_SCATTER:
         MPI_Reduce_scatter_block(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+    case ALLTOALLV:
+    case GATHERV: {
+        int ranks;
+        MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+        for (int i = 0; i < ranks; i++) {
+            vcounts[i] = count;
+            vdispls[i] = i * count;
+        }
+        if (b == ALLTOALLV)
+            MPI_Alltoallv(send, vcounts, vdispls, MPI_CHAR, recv, vcounts, vdispls, MPI_CHAR, MPI_COMM_WORLD);
+        else
+            MPI_Gatherv(send, count, MPI_CHAR, recv, vcounts, vdispls, MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    }
+    case NEIGHBOR:
+        MPI_Neighbor_alltoall(send, count, MPI_CHAR, recv, count, MPI_CHAR, ring);
+        break;
     }
 }
 
@@ -184,7 +208,8 @@ int main(int argc, char **argv)
     if (which < 0) {
         if (rank == 0)
             fprintf(stderr, "usage: coll_bench barrier|bcast|reduce|allreduce|alltoall|allgather|ibarrier|ibcast|"
-                            "iallreduce|pbarrier|gather|scatter|scan|exscan|reduce_scatter|igather|iscatter|iscan "
+                            "iallreduce|pbarrier|gather|scatter|scan|exscan|reduce_scatter|igather|iscatter|iscan|"
+                            "alltoallv|gatherv|neighbor "
                             "[max_bytes [ms_per_size]]\n");
         MPI_Finalize();
         return 2;
@@ -197,9 +222,15 @@ int main(int argc, char **argv)
 
     /* These move max bytes per peer (the roots' and reduce_scatter's buffers). */
     size_t per_rank = b == ALLTOALL || b == ALLGATHER || b == GATHER || b == SCATTER || b == REDUCE_SCATTER ||
-                              b == IGATHER || b == ISCATTER
+                              b == IGATHER || b == ISCATTER || b == ALLTOALLV || b == GATHERV
                           ? (size_t)ranks
-                          : 1;
+                          : b == NEIGHBOR ? 2 : 1;
+    vcounts = malloc((size_t)ranks * sizeof *vcounts);
+    vdispls = malloc((size_t)ranks * sizeof *vdispls);
+    if (b == NEIGHBOR) {
+        int dims[1] = { ranks }, periods[1] = { 1 };
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    }
     char *send = malloc(max * per_rank), *recv = malloc(max * per_rank);
     /* Small floats, so repeated sums stay finite and no denormal path runs. */
     for (size_t i = 0; i < max * per_rank / sizeof(float); i++)
@@ -230,6 +261,10 @@ int main(int argc, char **argv)
     }
     if (persistent != MPI_REQUEST_NULL)
         MPI_Request_free(&persistent);
+    if (ring != MPI_COMM_NULL)
+        MPI_Comm_free(&ring);
+    free(vcounts);
+    free(vdispls);
     free(send);
     free(recv);
     MPI_Finalize();
