@@ -318,12 +318,8 @@ static int device_allgatherv_exchange(const void *sendbuf, MPI_Count scount, MPI
                                 : (struct hashi_coll_blocks){ .buf = (char *)sendbuf, .count = scount, .type = stype };
     const struct hashi_coll_blocks all = { .buf = recvbuf, .counts = rcounts, .displs = displs,
                                            .unit = hashi_type_extent(rt), .type = rtype };
-    if (sendbuf == MPI_IN_PLACE) {
-        if (!(peers = malloc((size_t)n * sizeof *peers)))
-            return MPI_ERR_NO_MEM;
-        for (int i = 0; i < n; i++)
-            peers[i] = i == c->rank ? MPI_PROC_NULL : i;
-    }
+    if (sendbuf == MPI_IN_PLACE && !(peers = hashi_coll_peers_but(n, c->rank)))
+        return MPI_ERR_NO_MEM;
     /* stride 0: block i of `mine` is the one block, for every member */
     const struct hashi_coll_xside xs = { n, peers, NULL, &mine }, xr = { n, peers, NULL, &all };
     int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);

@@ -199,6 +199,16 @@ int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv, s
 int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
                                const struct hashi_coll_xside *recv);
 
+/* Blocking Gatherv (gathering) or Scatterv on the device's sparse
+ * exchange: `mine` is this member's one block to or from the root (NULL:
+ * the root's MPI_IN_PLACE, its block stays), `all` the root's n blocks
+ * (NULL elsewhere). As hashi_coll_device_exchange. */
+int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, const struct hashi_coll_blocks *mine,
+                               const struct hashi_coll_blocks *all);
+/* The ranks 0 .. n-1 with `skip` as MPI_PROC_NULL (malloc'd; NULL: out of
+ * memory): the peers of an exchange that leaves one member's block alone. */
+int *hashi_coll_peers_but(int n, int skip);
+
 /* ---- the device's block collectives (alltoall, allgather, gather, scatter) ---- */
 
 /* Whether a blocking broadcast of `bytes` (allgather, alltoall: a block of

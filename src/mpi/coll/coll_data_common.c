@@ -227,6 +227,25 @@ static size_t xside_count(const struct hashi_coll_xside *x, int n, struct xpeer 
     return staged;
 }
 
+/* The staged blocks of side x in matching order, each after its peer's
+ * previous one: packed into staging (send side), or unpacked out of it
+ * (receive side, after the exchange). */
+static void xside_copy(const struct hashi_coll_xside *x, struct xpeer *ps, char *staging, int pack)
+{
+    for (int k = 0; k < x->m; k++) {
+        int p, j = xblock(x, k, &p);
+        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
+        if (len == 0 || !ps[p].blocks)
+            continue;
+        const struct MPI_ABI_Datatype *t = hashi_type_get(hashi_blocks_type(x->b, j));
+        if (pack)
+            hashi_type_pack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j), t, 0, staging + ps[p].at, len);
+        else
+            hashi_type_unpack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j), t, 0, staging + ps[p].at, len);
+        ps[p].at += len;
+    }
+}
+
 /* Side x's device blocks (one per peer with data, in peer order) into
  * out, staged ones from staging + *used; packs the send side's. */
 static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *ps, char *staging, size_t *used,
@@ -243,31 +262,34 @@ static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *p
         }
         out[count++] = (struct hashi_device_block){ p, ps[p].bytes, buf };
     }
-    /* Staged blocks in matching order, each after its peer's previous one. */
-    for (int k = 0; pack && k < x->m; k++) {
-        int p, j = xblock(x, k, &p);
-        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
-        if (len == 0 || !ps[p].blocks)
-            continue;
-        hashi_type_pack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j),
-                        hashi_type_get(hashi_blocks_type(x->b, j)), 0, staging + ps[p].at, len);
-        ps[p].at += len;
-    }
+    if (pack)
+        xside_copy(x, ps, staging, 1);
     return count;
 }
-
-/* After the exchange: the staged receive blocks out to where they go. */
-static void xside_unpack(const struct hashi_coll_xside *x, struct xpeer *ps, const char *staging)
+int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, const struct hashi_coll_blocks *mine,
+                               const struct hashi_coll_blocks *all)
 {
-    for (int k = 0; k < x->m; k++) {
-        int p, j = xblock(x, k, &p);
-        size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
-        if (len == 0 || !ps[p].blocks)
-            continue;
-        hashi_type_unpack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j),
-                          hashi_type_get(hashi_blocks_type(x->b, j)), 0, staging + ps[p].at, len);
-        ps[p].at += len;
+    if (!hashi_device->coll.exchange)
+        return HASHI_DEVICE_COLL_DECLINE;
+    int n = c->size, *peers = NULL;
+    const int to_root[1] = { root };
+    struct hashi_coll_xside one = { mine ? 1 : 0, to_root, NULL, mine }, many = { 0, NULL, NULL, NULL };
+    if (all) {
+        if (!mine && !(peers = hashi_coll_peers_but(n, root)))
+            return MPI_ERR_NO_MEM;
+        many = (struct hashi_coll_xside){ n, peers, NULL, all };
     }
+    int rc = hashi_coll_device_exchange(c, 0, gathering ? &one : &many, gathering ? &many : &one);
+    free(peers);
+    return rc;
+}
+
+int *hashi_coll_peers_but(int n, int skip)
+{
+    int *peers = malloc((size_t)n * sizeof *peers);
+    for (int i = 0; peers && i < n; i++)
+        peers[i] = i == skip ? MPI_PROC_NULL : i;
+    return peers;
 }
 
 /* Moves the blocks of *list (count) whose length is between the device's
@@ -324,7 +346,7 @@ int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const stru
         rc = rc != MPI_SUCCESS ? rc : wrc;
     }
     if (rc == MPI_SUCCESS)
-        xside_unpack(recv, ps + n, staging);
+        xside_copy(recv, ps + n, staging, 0);
     free(ps), free(db), free(reqs), free(staging);
     return rc;
 }

@@ -166,34 +166,17 @@ static int device_gather(struct hashi_sched *s, const struct gather_args *ga, si
              : hashi_coll_device_blocks(&a, &send, to);
 }
 
-/*
- * Blocking Gatherv on the device's sparse exchange: each member's block to
- * the root, the root's counts placing them (a pair with nothing to move is
- * left out at both ends alike). The root's MPI_IN_PLACE block stays.
- */
+/* Blocking Gatherv on the device's sparse exchange: each member's block to
+ * the root, placed by the root's counts. */
 static int device_gatherv(const struct gather_args *ga, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.exchange)
-        return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, in_place = ga->sendbuf == MPI_IN_PLACE, *from = NULL;
-    const int root[1] = { ga->root };
     const struct hashi_coll_blocks mine = { .buf = (char *)ga->sendbuf, .count = ga->scount, .type = ga->stype };
-    struct hashi_coll_blocks all;
-    struct hashi_coll_xside xs = { in_place ? 0 : 1, root, NULL, &mine }, xr = { 0, NULL, NULL, NULL };
-    if (c->rank == ga->root) {
-        all = (struct hashi_coll_blocks){ .buf = ga->recvbuf, .counts = ga->rcounts, .displs = ga->displs,
-                                          .unit = hashi_type_extent(hashi_type_get(ga->rtype)), .type = ga->rtype };
-        if (in_place) {
-            if (!(from = malloc((size_t)n * sizeof *from)))
-                return MPI_ERR_NO_MEM;
-            for (int i = 0; i < n; i++)
-                from[i] = i == ga->root ? MPI_PROC_NULL : i;
-        }
-        xr = (struct hashi_coll_xside){ n, from, NULL, &all };
-    }
-    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
-    free(from);
-    return rc;
+    int root = c->rank == ga->root;
+    const struct hashi_coll_blocks all = { .buf = ga->recvbuf, .counts = ga->rcounts, .displs = ga->displs,
+                                           .unit = root ? hashi_type_extent(hashi_type_get(ga->rtype)) : 0,
+                                           .type = ga->rtype };
+    return hashi_coll_device_rooted_v(c, ga->root, 1, ga->sendbuf == MPI_IN_PLACE ? NULL : &mine,
+                                      root ? &all : NULL);
 }
 
 static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,

@@ -117,9 +117,11 @@ static int neighbor(const struct hashi_coll_call *call, enum neighbor_kind kind,
         return rc;
     int cartesian = topo_kind == MPI_CART && outdegree % 2 == 0;
 
-    if (call->mode == HASHI_COLL_BLOCKING && (rc = device_neighbor(c, cartesian, indegree, sources, outdegree,
-                                                                    destinations, &send, &recv)) != HASHI_DEVICE_COLL_DECLINE)
-        return rc == MPI_SUCCESS ? rc : hashi_err_comm(call->func, comm, rc, "the device's exchange failed");
+    if (call->mode == HASHI_COLL_BLOCKING) {
+        rc = device_neighbor(c, cartesian, indegree, sources, outdegree, destinations, &send, &recv);
+        if (rc != HASHI_DEVICE_COLL_DECLINE)
+            return rc == MPI_SUCCESS ? rc : hashi_err_comm(call->func, comm, rc, "the device's exchange failed");
+    }
     struct hashi_sched *s = hashi_sched_create(c);
     if (s)
         rc = build_neighbor(s, cartesian, indegree, sources, outdegree, destinations, &send, &recv);

@@ -161,34 +161,17 @@ static int device_scatter(struct hashi_sched *s, const struct scatter_args *sa, 
              : hashi_coll_device_blocks(&a, from, to);
 }
 
-/*
- * Blocking Scatterv on the device's sparse exchange: the root's blocks to
- * each member, placed by the root's counts (the mirror of gather.c's
- * device_gatherv). A root passing MPI_IN_PLACE keeps its block.
- */
+/* Blocking Scatterv on the device's sparse exchange: the root's blocks to
+ * each member, placed by the root's counts (gather.c's device_gatherv). */
 static int device_scatterv(const struct scatter_args *sa, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.exchange)
-        return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, in_place = sa->recvbuf == MPI_IN_PLACE, *to = NULL;
-    const int root[1] = { sa->root };
     const struct hashi_coll_blocks mine = { .buf = sa->recvbuf, .count = sa->rcount, .type = sa->rtype };
-    struct hashi_coll_blocks all;
-    struct hashi_coll_xside xs = { 0, NULL, NULL, NULL }, xr = { in_place ? 0 : 1, root, NULL, &mine };
-    if (c->rank == sa->root) {
-        all = (struct hashi_coll_blocks){ .buf = (char *)sa->sendbuf, .counts = sa->scounts, .displs = sa->displs,
-                                          .unit = hashi_type_extent(hashi_type_get(sa->stype)), .type = sa->stype };
-        if (in_place) {
-            if (!(to = malloc((size_t)n * sizeof *to)))
-                return MPI_ERR_NO_MEM;
-            for (int i = 0; i < n; i++)
-                to[i] = i == sa->root ? MPI_PROC_NULL : i;
-        }
-        xs = (struct hashi_coll_xside){ n, to, NULL, &all };
-    }
-    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
-    free(to);
-    return rc;
+    int root = c->rank == sa->root;
+    const struct hashi_coll_blocks all = { .buf = (char *)sa->sendbuf, .counts = sa->scounts, .displs = sa->displs,
+                                           .unit = root ? hashi_type_extent(hashi_type_get(sa->stype)) : 0,
+                                           .type = sa->stype };
+    return hashi_coll_device_rooted_v(c, sa->root, 0, sa->recvbuf == MPI_IN_PLACE ? NULL : &mine,
+                                      root ? &all : NULL);
 }
 
 static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount,
