@@ -141,6 +141,28 @@ static void p2p(MPI_Comm ic, const struct sides *s, const char *what)
         for (int i = 0; i < 4; i++)
             CHECK(small[i] == s->remote[0] * 100 + i, "%s %s: truncated int %d is %d", s->name, what, i, small[i]);
         CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        /* Partitioned: 2 partitions of 2 ints each way, and persistent. */
+        int pout[4], pin[4] = { -1, -1, -1, -1 };
+        for (int i = 0; i < 4; i++)
+            pout[i] = me * 10 + i;
+        MPI_Request pr[2];
+        CHECK_MPI(MPI_Psend_init(pout, 2, 2, MPI_INT, 0, 61, ic, MPI_INFO_NULL, &pr[0]));
+        CHECK_MPI(MPI_Precv_init(pin, 2, 2, MPI_INT, 0, 61, ic, MPI_INFO_NULL, &pr[1]));
+        CHECK_MPI(MPI_Startall(2, pr));
+        CHECK_MPI(MPI_Pready_range(0, 1, pr[0]));
+        CHECK_MPI(MPI_Waitall(2, pr, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < 4; i++)
+            CHECK(pin[i] == s->remote[0] * 10 + i, "%s %s: partitioned int %d is %d", s->name, what, i, pin[i]);
+        MPI_Request_free(&pr[0]);
+        MPI_Request_free(&pr[1]);
+        int one = -1;
+        CHECK_MPI(MPI_Send_init(&me, 1, MPI_INT, 0, 62, ic, &pr[0]));
+        CHECK_MPI(MPI_Recv_init(&one, 1, MPI_INT, 0, 62, ic, &pr[1]));
+        CHECK_MPI(MPI_Startall(2, pr));
+        CHECK_MPI(MPI_Waitall(2, pr, MPI_STATUSES_IGNORE));
+        CHECK(one == s->remote[0], "%s %s: persistent receive got %d", s->name, what, one);
+        MPI_Request_free(&pr[0]);
+        MPI_Request_free(&pr[1]);
         int x = 5;
         CHECK_MPI(MPI_Sendrecv(&me, 1, MPI_INT, MPI_PROC_NULL, 1, &x, 1, MPI_INT, MPI_PROC_NULL, 1, ic, &st));
         CHECK(x == 5 && st.MPI_SOURCE == MPI_PROC_NULL, "%s %s: PROC_NULL sendrecv", s->name, what);
@@ -248,6 +270,37 @@ static void collectives(MPI_Comm ic, const struct sides *s)
                 for (int j = 0; j <= i; j++)
                     CHECK(got[displs[i] + j] == s->remote[i], "%s gatherv: block %d int %d is %d", w, i, j,
                           got[displs[i] + j]);
+    }
+    /* Reduce_scatter_block: each side's vectors of ln * rn elements, the
+     * other side's sum scattered in blocks of rn here (of ln there). */
+    {
+        int T = ln * rn, *vec = malloc((size_t)T * sizeof *vec), res[64];
+        for (int k = 0; k < T; k++)
+            vec[k] = me * 1000 + k;
+        CHECK_MPI(MPI_Ireduce_scatter_block(vec, res, rn, MPI_INT, MPI_SUM, ic, &r));
+        CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int j = 0; j < rn; j++) {
+            int k = rank * rn + j;
+            CHECK(res[j] == 1000 * want_world + rn * k, "%s reduce_scatter_block: element %d is %d, expected %d", w,
+                  j, res[j], 1000 * want_world + rn * k);
+        }
+        if (ln == rn) {
+            /* Reduce_scatter: local rank i gets i + 1 elements (the same
+             * total on both sides when they are as large). */
+            int rcounts[64], off = 0;
+            for (int i = 0; i < ln; i++)
+                rcounts[i] = i + 1;
+            int tot = ln * (ln + 1) / 2;
+            for (int k = 0; k < tot; k++)
+                vec[k] = me * 1000 + k;
+            CHECK_MPI(MPI_Reduce_scatter(vec, res, rcounts, MPI_INT, MPI_SUM, ic));
+            for (int i = 0; i < rank; i++)
+                off += rcounts[i];
+            for (int j = 0; j <= rank; j++)
+                CHECK(res[j] == 1000 * want_world + rn * (off + j), "%s reduce_scatter: element %d is %d", w, j,
+                      res[j]);
+        }
+        free(vec);
     }
     /* Errors: MPI_IN_PLACE, a root out of range. */
     CHECK_ERR(MPI_Allreduce(MPI_IN_PLACE, out, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_BUFFER, "MPI_Allreduce");

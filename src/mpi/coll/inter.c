@@ -13,6 +13,7 @@
  *   Bcast      root -> remote leader; its local bcast
  *   Reduce     the non-root group reduces to its leader, which sends to the root
  *   Allreduce  each group reduces to its leader; leaders swap; local bcast
+ *   Reduce_scatter(_block)  as Allreduce, the leader scattering instead
  *   the data-movement collectives: every message directly between the
  *              members concerned (linear), one round
  *
@@ -26,7 +27,7 @@
 #include "mpi/comm.h"
 
 /* The start of every call: MPI initialized, the request pointer. */
-static struct MPI_ABI_Comm *inter_call(const struct hashi_coll_call *call, MPI_Comm comm, int *rc)
+struct MPI_ABI_Comm *hashi_coll_inter_call(const struct hashi_coll_call *call, MPI_Comm comm, int *rc)
 {
     if (hashi_init_state != HASHI_STATE_INITIALIZED) {
         *rc = hashi_err_not_initialized(call->func);
@@ -92,7 +93,7 @@ static int local_reduce(struct hashi_sched *s, struct MPI_ABI_Comm *local, const
 int hashi_coll_inter_barrier(const struct hashi_coll_call *call, MPI_Comm comm)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c)
         return rc;
     struct hashi_sched *s = hashi_sched_create(c);
@@ -119,7 +120,7 @@ int hashi_coll_inter_bcast(const struct hashi_coll_call *call, void *buf, MPI_Co
                            int root, MPI_Comm comm)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c || (rc = check_root(call, comm, c, root)) != MPI_SUCCESS ||
         (rc = hashi_coll_check_count(call->func, comm, count, "count")) != MPI_SUCCESS)
         return rc;
@@ -173,7 +174,7 @@ int hashi_coll_inter_reduce(const struct hashi_coll_call *call, const void *send
                             MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c || (rc = check_root(call, comm, c, root)) != MPI_SUCCESS)
         return rc;
     int contributes = root >= 0;
@@ -202,7 +203,7 @@ int hashi_coll_inter_allreduce(const struct hashi_coll_call *call, const void *s
                                MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c || (rc = reduction_args(call, comm, c, sendbuf, recvbuf, count, type, op, 1, 1)) != MPI_SUCCESS)
         return rc;
     struct hashi_sched *s = hashi_sched_create(c);
@@ -223,6 +224,66 @@ int hashi_coll_inter_allreduce(const struct hashi_coll_call *call, const void *s
         rc = hashi_sched_fence(s);
     if (rc == MPI_SUCCESS)
         rc = local_bcast(s, c->local_comm, recvbuf, count, type);
+    return hashi_coll_call_finish(call, comm, s, rc);
+}
+
+/* Block i (counts[i] elements, in order) of the leader's `all` to local
+ * rank i's recvbuf. */
+static int local_scatterv(struct hashi_sched *s, struct MPI_ABI_Comm *local, const void *all, void *recvbuf,
+                          const MPI_Count counts[], MPI_Datatype type)
+{
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    if (local->rank != 0 && local->size > 1) {
+        struct hashi_sched *sub = hashi_sched_create(local);
+        return add_local(s, sub, sub ? hashi_sched_recv(sub, recvbuf, counts[local->rank], type, 0) : MPI_ERR_NO_MEM);
+    }
+    int rc = hashi_sched_copy(s, all, counts[0], type, recvbuf, counts[0], type);
+    if (local->size == 1 || rc != MPI_SUCCESS)
+        return rc;
+    struct hashi_sched *sub = hashi_sched_create(local);
+    MPI_Count offset = counts[0];
+    for (int i = 1; sub && rc == MPI_SUCCESS && i < local->size; i++) {
+        rc = hashi_sched_send(sub, hashi_coll_elem(all, offset, t), counts[i], type, i);
+        offset += counts[i];
+    }
+    return add_local(s, sub, sub ? rc : MPI_ERR_NO_MEM);
+}
+
+int hashi_coll_inter_reduce_scatter(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf,
+                                    const MPI_Count counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    int rc;
+    struct MPI_ABI_Comm *c = hashi_comm_get(comm);
+    MPI_Count total = 0;
+    for (int i = 0; i < c->size; i++)
+        total += counts[i];
+    /* Each group's vectors (total elements, the same total on both sides)
+     * are reduced and scattered over the other group by its counts. */
+    if ((rc = reduction_args(call, comm, c, sendbuf, recvbuf, 0, type, op, 1, 1)) != MPI_SUCCESS)
+        return rc;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    if ((rc = hashi_coll_check_buffer(call->func, comm, sendbuf, total, t, "sendbuf")) != MPI_SUCCESS ||
+        (rc = hashi_coll_check_buffer(call->func, comm, recvbuf, counts[c->rank], t, "recvbuf")) != MPI_SUCCESS)
+        return rc;
+    struct hashi_sched *s = hashi_sched_create(c);
+    rc = s ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    void *mine = s ? hashi_coll_tmpbuf(s, total, t) : NULL;
+    void *theirs = s && c->rank == 0 ? hashi_coll_tmpbuf(s, total, t) : NULL;
+    if (s && (!mine || (c->rank == 0 && !theirs)))
+        rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = local_reduce(s, c->local_comm, sendbuf, mine, total, type, op);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS && c->rank == 0) {
+        rc = hashi_sched_send(s, mine, total, type, 0);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, theirs, total, type, 0);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS)
+        rc = local_scatterv(s, c->local_comm, theirs, recvbuf, counts, type);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 
@@ -290,7 +351,7 @@ int hashi_coll_inter_allgather(const struct hashi_coll_call *call, const void *s
                                const MPI_Aint displs[], MPI_Datatype rtype, MPI_Comm comm, int is_v)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     struct hashi_coll_blocks send, recv;
     if (!c || (rc = same_block_arg(call, comm, HASHI_COLL_SEND, sendbuf, scount, stype, &send)) ||
         (rc = blocks_arg(call, comm, HASHI_COLL_RECV, c->peer_size, recvbuf, rcount, rcounts, displs, rtype, NULL,
@@ -306,7 +367,7 @@ int hashi_coll_inter_alltoall(const struct hashi_coll_call *call, const void *se
                               MPI_Comm comm, int is_v, int is_w)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     struct hashi_coll_blocks send, recv;
     if (!c || (rc = blocks_arg(call, comm, HASHI_COLL_SEND, c->peer_size, sendbuf, scount, scounts, sdispls, stype,
                                stypes, is_v, is_w, &send)) ||
@@ -321,7 +382,7 @@ int hashi_coll_inter_gather(const struct hashi_coll_call *call, const void *send
                             const MPI_Aint displs[], MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c || (rc = check_root(call, comm, c, root)) != MPI_SUCCESS)
         return rc;
     struct hashi_coll_blocks b;
@@ -348,7 +409,7 @@ int hashi_coll_inter_scatter(const struct hashi_coll_call *call, const void *sen
                              MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
 {
     int rc;
-    struct MPI_ABI_Comm *c = inter_call(call, comm, &rc);
+    struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
     if (!c || (rc = check_root(call, comm, c, root)) != MPI_SUCCESS)
         return rc;
     struct hashi_coll_blocks b;

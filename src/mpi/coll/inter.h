@@ -15,6 +15,10 @@ static inline int hashi_coll_is_inter(MPI_Comm comm)
     return c && c->remote_group;
 }
 
+/* The start of every call on one: MPI initialized, a valid communicator,
+ * the request pointer of the nonblocking and persistent forms. */
+struct MPI_ABI_Comm *hashi_coll_inter_call(const struct hashi_coll_call *call, MPI_Comm comm, int *rc);
+
 int hashi_coll_inter_barrier(const struct hashi_coll_call *call, MPI_Comm comm);
 int hashi_coll_inter_bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count, MPI_Datatype type,
                            int root, MPI_Comm comm);
@@ -36,5 +40,8 @@ int hashi_coll_inter_gather(const struct hashi_coll_call *call, const void *send
 int hashi_coll_inter_scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount,
                              const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype, void *recvbuf,
                              MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v);
+/* counts: the local group's blocks (every member's, copied by the caller). */
+int hashi_coll_inter_reduce_scatter(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf,
+                                    const MPI_Count counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 
 #endif
