@@ -868,8 +868,6 @@ static int subgroup_args(const char *func, MPI_Comm comm, MPI_Group group, struc
     *parent = hashi_comm_get(comm);
     if (!*parent)
         return hashi_err_invalid_comm(func, comm, "comm");
-    if (hashi_comm_is_inter(*parent))
-        return no_inter(func, comm, "comm");
     *g = hashi_group_get(group);
     if (!*g)
         return hashi_err_comm(func, comm, MPI_ERR_GROUP,
@@ -904,7 +902,15 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     /* Each process may pass its own group (MPI-2.2: disjoint subgroups in one
      * call); subgroup_args checked that it is a subset of the communicator's. */
     struct MPI_ABI_Comm *c;
-    rc = hashi_comm_create_from(func, parent, g->rank != MPI_UNDEFINED, g, &c);
+    if (hashi_comm_is_inter(parent)) {
+        /* MPI-2.2: each side passes a subgroup of its local group; the
+         * result joins the two (MPI_COMM_NULL if either is empty). A split
+         * with the members' group ranks as keys gives exactly that. */
+        int member = g->rank != MPI_UNDEFINED;
+        rc = hashi_inter_split(func, parent, member ? 0 : MPI_UNDEFINED, member ? g->rank : 0, &c);
+    } else {
+        rc = hashi_comm_create_from(func, parent, g->rank != MPI_UNDEFINED, g, &c);
+    }
     if (rc == MPI_SUCCESS && c)
         *newcomm = c;
     return rc;
@@ -1001,6 +1007,8 @@ int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Co
         return rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
+    if (hashi_comm_is_inter(parent))
+        return no_inter(func, comm, "comm");
     if (tag < 0 || tag > hashi_p2p_tag_ub())
         return hashi_err_comm(func, comm, MPI_ERR_TAG, "tag %d is not in 0..MPI_TAG_UB (%d)", tag,
                               hashi_p2p_tag_ub());

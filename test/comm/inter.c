@@ -378,6 +378,35 @@ static void split(MPI_Comm ic, const struct sides *s)
     CHECK_MPI(MPI_Comm_free(&piece));
 }
 
+/* MPI_Comm_create on an intercommunicator: each side keeps its even ranks,
+ * in reverse order. */
+static void create(MPI_Comm ic, const struct sides *s)
+{
+    int rank, keep[64], k = 0;
+    MPI_Comm_rank(ic, &rank);
+    for (int i = (s->nlocal - 1) / 2 * 2; i >= 0; i -= 2)
+        keep[k++] = i;
+    MPI_Group g, sub;
+    CHECK_MPI(MPI_Comm_group(ic, &g));
+    CHECK_MPI(MPI_Group_incl(g, k, keep, &sub));
+    MPI_Comm c;
+    CHECK_MPI(MPI_Comm_create(ic, sub, &c));
+    MPI_Group_free(&sub);
+    MPI_Group_free(&g);
+    if (rank % 2) {
+        CHECK(c == MPI_COMM_NULL, "%s create: an odd rank got a communicator", s->name);
+        return;
+    }
+    struct sides p = { .name = s->name };
+    for (int i = (s->nlocal - 1) / 2 * 2; i >= 0; i -= 2)
+        p.local[p.nlocal++] = s->local[i];
+    for (int i = (s->nremote - 1) / 2 * 2; i >= 0; i -= 2)
+        p.remote[p.nremote++] = s->remote[i];
+    expect_inter(c, &p, "create");
+    p2p(c, &p, "create");
+    MPI_Comm_free(&c);
+}
+
 static void one_split(const char *name, int (*color_of)(int))
 {
     struct sides s;
@@ -436,6 +465,7 @@ static void one_split(const char *name, int (*color_of)(int))
     MPI_Comm_free(&d);
 
     split(ic, &s);
+    create(ic, &s);
 
     /* errors */
     MPI_Comm bad = MPI_COMM_NULL;
