@@ -147,18 +147,17 @@ int hashi_coll_inter_bcast(const struct hashi_coll_call *call, void *buf, MPI_Co
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 
-/* The checks of Reduce and Allreduce on an intercommunicator. */
-static int reduction_args(const struct hashi_coll_call *call, MPI_Comm comm, struct MPI_ABI_Comm *c,
+/* The checks of Reduce, Allreduce and Reduce_scatter on an intercommunicator. */
+static int reduction_args(const struct hashi_coll_call *call, MPI_Comm comm,
                           const void *sendbuf, const void *recvbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                           int sends, int receives)
 {
     int rc;
-    (void)c;
     if ((rc = hashi_coll_check_count(call->func, comm, count, "count")) != MPI_SUCCESS)
         return rc;
     struct MPI_ABI_Datatype *t = hashi_coll_check_type(call->func, comm, type, "datatype", &rc);
     if (!t || (rc = hashi_coll_check_op(call->func, comm, op, type)) != MPI_SUCCESS)
-        return t ? rc : rc;
+        return rc;
     if ((sends && sendbuf == MPI_IN_PLACE) || (receives && recvbuf == MPI_IN_PLACE))
         return hashi_err_comm(call->func, comm, MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed on an intercommunicator");
     if (sends && (rc = hashi_coll_check_buffer(call->func, comm, sendbuf, count, t, "sendbuf")) != MPI_SUCCESS)
@@ -178,7 +177,7 @@ int hashi_coll_inter_reduce(const struct hashi_coll_call *call, const void *send
     if (!c || (rc = check_root(call, comm, c, root)) != MPI_SUCCESS)
         return rc;
     int contributes = root >= 0;
-    if ((rc = reduction_args(call, comm, c, sendbuf, recvbuf, count, type, op, contributes, root == MPI_ROOT)) !=
+    if ((rc = reduction_args(call, comm, sendbuf, recvbuf, count, type, op, contributes, root == MPI_ROOT)) !=
         MPI_SUCCESS)
         return rc;
     struct hashi_sched *s = hashi_sched_create(c);
@@ -204,7 +203,7 @@ int hashi_coll_inter_allreduce(const struct hashi_coll_call *call, const void *s
 {
     int rc;
     struct MPI_ABI_Comm *c = hashi_coll_inter_call(call, comm, &rc);
-    if (!c || (rc = reduction_args(call, comm, c, sendbuf, recvbuf, count, type, op, 1, 1)) != MPI_SUCCESS)
+    if (!c || (rc = reduction_args(call, comm, sendbuf, recvbuf, count, type, op, 1, 1)) != MPI_SUCCESS)
         return rc;
     struct hashi_sched *s = hashi_sched_create(c);
     rc = s ? MPI_SUCCESS : MPI_ERR_NO_MEM;
@@ -259,7 +258,7 @@ int hashi_coll_inter_reduce_scatter(const struct hashi_coll_call *call, const vo
         total += counts[i];
     /* Each group's vectors (total elements, the same total on both sides)
      * are reduced and scattered over the other group by its counts. */
-    if ((rc = reduction_args(call, comm, c, sendbuf, recvbuf, 0, type, op, 1, 1)) != MPI_SUCCESS)
+    if ((rc = reduction_args(call, comm, sendbuf, recvbuf, 0, type, op, 1, 1)) != MPI_SUCCESS)
         return rc;
     const struct MPI_ABI_Datatype *t = hashi_type_get(type);
     if ((rc = hashi_coll_check_buffer(call->func, comm, sendbuf, total, t, "sendbuf")) != MPI_SUCCESS ||
