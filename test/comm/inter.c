@@ -271,6 +271,69 @@ static void collectives(MPI_Comm ic, const struct sides *s)
                     CHECK(got[displs[i] + j] == s->remote[i], "%s gatherv: block %d int %d is %d", w, i, j,
                           got[displs[i] + j]);
     }
+    /* Alltoallv / Alltoallw: to remote j, j + 1 ints of me * 100 + j; a gap
+     * after each received block. */
+    {
+        int sbuf[256], scounts[64], sdispls[64], rcounts2[64], rdispls2[64], off = 0;
+        MPI_Datatype types[64];
+        for (int j = 0; j < rn; j++) {
+            scounts[j] = j + 1, sdispls[j] = off;
+            for (int k = 0; k <= j; k++)
+                sbuf[off + k] = me * 100 + j;
+            off += j + 1;
+        }
+        for (int w_form = 0; w_form < 2; w_form++) {
+            off = 0;
+            for (int i = 0; i < rn; i++)
+                rcounts2[i] = rank + 1, rdispls2[i] = off, off += rank + 2;
+            memset(got, 0xff, sizeof got);
+            if (!w_form) {
+                CHECK_MPI(MPI_Alltoallv(sbuf, scounts, sdispls, MPI_INT, got, rcounts2, rdispls2, MPI_INT, ic));
+            } else {
+                int sd_bytes[64], rd_bytes[64];
+                for (int j = 0; j < rn; j++)
+                    sd_bytes[j] = sdispls[j] * (int)sizeof(int), rd_bytes[j] = rdispls2[j] * (int)sizeof(int),
+                    types[j] = MPI_INT;
+                CHECK_MPI(MPI_Alltoallw(sbuf, scounts, sd_bytes, types, got, rcounts2, rd_bytes, types, ic));
+            }
+            for (int i = 0; i < rn; i++) {
+                for (int k = 0; k <= rank; k++)
+                    CHECK(got[rdispls2[i] + k] == s->remote[i] * 100 + rank, "%s alltoall%s: block %d int %d is %d",
+                          w, w_form ? "w" : "v", i, k, got[rdispls2[i] + k]);
+                CHECK(got[rdispls2[i] + rank + 1] == -1, "%s alltoall%s: gap %d written", w, w_form ? "w" : "v", i);
+            }
+        }
+        /* Scatterv from colour 0's last member: remote i gets i + 1 ints of 500 + i. */
+        int root = s->color == 0 ? (rank == ln - 1 ? MPI_ROOT : MPI_PROC_NULL) : rn - 1;
+        off = 0;
+        for (int j = 0; j < rn; j++) {
+            scounts[j] = j + 1, sdispls[j] = off;
+            for (int k = 0; k <= j; k++)
+                sbuf[off + k] = 500 + j;
+            off += j + 1;
+        }
+        int mine2[64];
+        memset(mine2, 0xff, sizeof mine2);
+        CHECK_MPI(MPI_Scatterv(sbuf, scounts, sdispls, MPI_INT, mine2, rank + 1, MPI_INT, root, ic));
+        if (s->color == 1)
+            for (int k = 0; k <= rank; k++)
+                CHECK(mine2[k] == 500 + rank, "%s scatterv: int %d is %d", w, k, mine2[k]);
+    }
+    /* Persistent: Allreduce_init started twice, Ibarrier. */
+    {
+        MPI_Request pr;
+        int v = rank, sum = -1;
+        CHECK_MPI(MPI_Allreduce_init(&v, &sum, 1, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &pr));
+        for (int round = 0; round < 2; round++) {
+            v = rank + round;
+            CHECK_MPI(MPI_Start(&pr));
+            CHECK_MPI(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+            CHECK(sum == want_ranks + round * rn, "%s allreduce_init round %d: %d", w, round, sum);
+        }
+        MPI_Request_free(&pr);
+        CHECK_MPI(MPI_Ibarrier(ic, &pr));
+        CHECK_MPI(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+    }
     /* Reduce_scatter_block: each side's vectors of ln * rn elements, the
      * other side's sum scattered in blocks of rn here (of ln there). */
     {
