@@ -65,6 +65,28 @@ static int allgather_bruck(struct MPI_ABI_Comm *c, int tag, void *out, size_t bl
     return MPI_SUCCESS;
 }
 
+int hashi_comm_allgather_in_order(struct MPI_ABI_Comm *c, int tag, void *out, size_t block)
+{
+    int n = c->size;
+    unsigned char *bytes = out, *rotated = malloc((size_t)n * block);
+    if (!rotated)
+        return MPI_ERR_NO_MEM;
+    memcpy(rotated, bytes + (size_t)c->rank * block, block);
+    int rc = allgather_bruck(c, tag, rotated, block);
+    /* rotated[j] is rank (rank + j) % n's block. */
+    for (int j = 0; rc == MPI_SUCCESS && j < n; j++)
+        memcpy(bytes + (size_t)((c->rank + j) % n) * block, rotated + (size_t)j * block, block);
+    free(rotated);
+    return rc;
+}
+
+/* The error raised by the calls that do not take an intercommunicator. */
+static int no_inter(const char *func, MPI_Comm comm, const char *argname)
+{
+    return hashi_err_comm(func, comm, MPI_ERR_COMM, "%s is an intercommunicator; %s takes an intracommunicator",
+                          argname, func);
+}
+
 /* ---- communicator objects ---- */
 
 /* A stand-in for MPI_Comm_create_group's agreement among the group's
@@ -90,6 +112,10 @@ void hashi_comm_destroy(struct MPI_ABI_Comm *c)
     hashi_topo_free(c->topology);
     hashi_info_destroy(c->info);
     hashi_group_release(c->group);
+    if (c->remote_group) {
+        hashi_group_release(c->remote_group);
+        hashi_comm_release(c->local_comm);
+    }
     hashi_errhandler_release(c->errhandler);
     if (c->session)
         hashi_session_release(c->session);
@@ -101,8 +127,8 @@ void hashi_comm_destroy(struct MPI_ABI_Comm *c)
  * error handler (MPI: new communicators do) and session (NULL parent:
  * neither). The name is not inherited; attributes, topology and hints are
  * the callers' business. */
-static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t context_id,
-                                     const struct MPI_ABI_Comm *parent)
+struct MPI_ABI_Comm *hashi_comm_new(struct MPI_ABI_Group *group, uint32_t context_id,
+                                    const struct MPI_ABI_Comm *parent)
 {
     struct MPI_ABI_Errhandler *errhandler = parent ? parent->errhandler : NULL;
     struct MPI_ABI_Comm *c = calloc(1, sizeof *c);
@@ -110,7 +136,7 @@ static struct MPI_ABI_Comm *comm_new(struct MPI_ABI_Group *group, uint32_t conte
         return NULL;
     c->magic = HASHI_COMM_MAGIC;
     c->rank = group->rank;
-    c->size = group->size;
+    c->size = c->peer_size = group->size;
     c->context_id = context_id;
     hashi_group_retain(group);
     c->group = group;
@@ -174,7 +200,7 @@ int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int me
         return agreement_error(func, parent, rc, exhausted);
     if (!member)
         return MPI_SUCCESS;
-    struct MPI_ABI_Comm *c = comm_new(group ? group : parent->group, context_id, parent);
+    struct MPI_ABI_Comm *c = hashi_comm_new(group ? group : parent->group, context_id, parent);
     if (!c) {
         hashi_context_put(context_id);
         return hashi_err_comm(func, hashi_comm_handle(parent), MPI_ERR_NO_MEM, "out of memory");
@@ -196,7 +222,7 @@ struct MPI_ABI_Comm *hashi_comm_new_sub(struct MPI_ABI_Comm *parent, int which, 
     uint32_t context_id = hashi_comm_sub_context(parent, which);
     if (context_id == UINT32_MAX)
         return NULL;
-    struct MPI_ABI_Comm *c = comm_new(group, context_id, parent);
+    struct MPI_ABI_Comm *c = hashi_comm_new(group, context_id, parent);
     if (c)
         c->context_borrowed = 1;
     return c;
@@ -215,13 +241,13 @@ void hashi_comms_init(void)
     hashi_comm_world.group = &hashi_group_world;
     hashi_comm_world.world_ranks = NULL;
     hashi_comm_world.rank = hashi_group_world.rank;
-    hashi_comm_world.size = hashi_group_world.size;
+    hashi_comm_world.size = hashi_comm_world.peer_size = hashi_group_world.size;
 
     hashi_comm_self.context_id = HASHI_CONTEXT_SELF;
     hashi_comm_self.group = &hashi_group_self;
     hashi_comm_self.world_ranks = hashi_group_self.world_ranks;
     hashi_comm_self.rank = 0;
-    hashi_comm_self.size = 1;
+    hashi_comm_self.size = hashi_comm_self.peer_size = 1;
 
     attr_universe_size = hashi_job.universe_size;
     attr_appnum = hashi_job.appnum;
@@ -343,7 +369,7 @@ int hashi_impl_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 static int dup_prepare(const char *func, struct MPI_ABI_Comm *parent, MPI_Comm parent_handle,
                        const struct MPI_ABI_Info *info, int use_info, struct MPI_ABI_Comm **out)
 {
-    struct MPI_ABI_Comm *c = comm_new(parent->group, 0, parent);
+    struct MPI_ABI_Comm *c = hashi_comm_new(parent->group, 0, parent);
     if (!c)
         return hashi_err_comm(func, parent_handle, MPI_ERR_NO_MEM, "out of memory");
     c->magic = 0;
@@ -400,8 +426,14 @@ static int comm_dup(const char *func, MPI_Comm comm, MPI_Info info, int use_info
     if (rc != MPI_SUCCESS)
         return rc;
     int exhausted = 0;
-    rc = hashi_context_agree(parent, 1, -1, &c->context_id, &exhausted);
-    if (rc != MPI_SUCCESS) {
+    if (hashi_comm_is_inter(parent)) {
+        rc = hashi_inter_dup_finish(func, parent, c);
+        if (rc != MPI_SUCCESS) {
+            hashi_attr_discard(&c->attributes);
+            hashi_comm_release(c);
+            return rc;
+        }
+    } else if ((rc = hashi_context_agree(parent, 1, -1, &c->context_id, &exhausted)) != MPI_SUCCESS) {
         hashi_attr_discard(&c->attributes);
         hashi_comm_release(c);
         return agreement_error(func, parent, rc, exhausted);
@@ -479,6 +511,13 @@ static int comm_idup(const char *func, MPI_Comm comm, MPI_Info info, int use_inf
     *newcomm = d->comm;
     *request = req;
     hashi_request_retain(req); /* the operation's reference, dropped at completion */
+    if (hashi_comm_is_inter(parent)) {
+        /* An intercommunicator's id is agreed by both groups in a blocking
+         * exchange (intercomm.c): the request is complete on return. */
+        rc = hashi_inter_dup_finish(func, parent, d->comm);
+        idup_done(d, rc, 0, d->comm->context_id);
+        return MPI_SUCCESS;
+    }
     rc = hashi_context_agree_start(parent, 1, -1, idup_done, d);
     if (rc != MPI_SUCCESS) {
         hashi_attr_discard(&d->comm->attributes);
@@ -595,7 +634,8 @@ int hashi_impl_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "color %d is negative (and not MPI_UNDEFINED)", color);
     *newcomm = MPI_COMM_NULL;
     struct MPI_ABI_Comm *c;
-    int rc = hashi_comm_split(func, parent, color, key, &c);
+    int rc = hashi_comm_is_inter(parent) ? hashi_inter_split(func, parent, color, key, &c)
+                                         : hashi_comm_split(func, parent, color, key, &c);
     if (rc == MPI_SUCCESS && c)
         *newcomm = c;
     return rc;
@@ -724,6 +764,8 @@ int hashi_impl_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info 
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm);
     if (!parent)
         return hashi_err_invalid_comm(func, comm, "comm");
+    if (hashi_comm_is_inter(parent))
+        return no_inter(func, comm, "comm");
     struct MPI_ABI_Info *info_obj;
     if (info_arg(info, &info_obj) != 0)
         return hashi_err_comm(func, comm, MPI_ERR_INFO, "info is not a valid info object");
@@ -860,7 +902,15 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     /* Each process may pass its own group (MPI-2.2: disjoint subgroups in one
      * call); subgroup_args checked that it is a subset of the communicator's. */
     struct MPI_ABI_Comm *c;
-    rc = hashi_comm_create_from(func, parent, g->rank != MPI_UNDEFINED, g, &c);
+    if (hashi_comm_is_inter(parent)) {
+        /* MPI-2.2: each side passes a subgroup of its local group; the
+         * result joins the two (MPI_COMM_NULL if either is empty). A split
+         * with the members' group ranks as keys gives exactly that. */
+        int member = g->rank != MPI_UNDEFINED;
+        rc = hashi_inter_split(func, parent, member ? 0 : MPI_UNDEFINED, member ? g->rank : 0, &c);
+    } else {
+        rc = hashi_comm_create_from(func, parent, g->rank != MPI_UNDEFINED, g, &c);
+    }
     if (rc == MPI_SUCCESS && c)
         *newcomm = c;
     return rc;
@@ -869,9 +919,9 @@ int hashi_impl_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 /* A context id agreed among the members of g only (every caller a member),
  * on the context pair `on` with `tag` (which keeps concurrent calls apart),
  * through a stand-in communicator over the group that borrows `on`. */
-static int agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *context_id, int *exhausted)
+int hashi_comm_agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *context_id, int *exhausted)
 {
-    struct MPI_ABI_Comm *among = comm_new(g, on, NULL);
+    struct MPI_ABI_Comm *among = hashi_comm_new(g, on, NULL);
     if (!among)
         return MPI_ERR_NO_MEM;
     among->magic = HASHI_COMM_BORROWED_MAGIC;
@@ -882,7 +932,7 @@ static int agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *
 
 /* The tag of a string tag: concurrent MPI_Comm_create_from_group calls
  * with different strings stay apart (FNV-1a, within MPI_TAG_UB). */
-static int string_tag(const char *stringtag)
+int hashi_comm_string_tag(const char *stringtag)
 {
     uint32_t h = 2166136261u;
     for (const unsigned char *p = (const unsigned char *)stringtag; *p; p++)
@@ -923,13 +973,13 @@ int hashi_impl_Comm_create_from_group(MPI_Group group, const char *stringtag, MP
      * keeps for this (HASHI_CONTEXT_SESSIONS). */
     uint32_t context_id;
     int exhausted = 0;
-    int rc = agree_among(g, HASHI_CONTEXT_SESSIONS, string_tag(stringtag), &context_id, &exhausted);
+    int rc = hashi_comm_agree_among(g, HASHI_CONTEXT_SESSIONS, hashi_comm_string_tag(stringtag), &context_id, &exhausted);
     if (rc != MPI_SUCCESS)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, exhausted ? MPI_ERR_OTHER : rc,
                                exhausted ? "all %u communicator context ids are in use by some member of the group"
                                          : "agreeing on a context id with the other members failed",
                                hashi_context_ids());
-    struct MPI_ABI_Comm *c = comm_new(g, context_id, NULL);
+    struct MPI_ABI_Comm *c = hashi_comm_new(g, context_id, NULL);
     if (!c || comm_take_hints(c, NULL, hints, hints != NULL) != MPI_SUCCESS) {
         if (c)
             hashi_comm_release(c);
@@ -957,6 +1007,8 @@ int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Co
         return rc;
     if (!newcomm)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "newcomm is NULL");
+    if (hashi_comm_is_inter(parent))
+        return no_inter(func, comm, "comm");
     if (tag < 0 || tag > hashi_p2p_tag_ub())
         return hashi_err_comm(func, comm, MPI_ERR_TAG, "tag %d is not in 0..MPI_TAG_UB (%d)", tag,
                               hashi_p2p_tag_ub());
@@ -967,10 +1019,10 @@ int hashi_impl_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Co
 
     uint32_t context_id;
     int exhausted = 0;
-    rc = agree_among(g, parent->context_id, tag, &context_id, &exhausted);
+    rc = hashi_comm_agree_among(g, parent->context_id, tag, &context_id, &exhausted);
     if (rc != MPI_SUCCESS)
         return agreement_error(func, parent, rc, exhausted);
-    struct MPI_ABI_Comm *c = comm_new(g, context_id, parent);
+    struct MPI_ABI_Comm *c = hashi_comm_new(g, context_id, parent);
     if (!c) {
         hashi_context_put(context_id);
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
@@ -1053,7 +1105,17 @@ int hashi_impl_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         *result = MPI_IDENT;
         return MPI_SUCCESS;
     }
+    if (hashi_comm_is_inter(c1) != hashi_comm_is_inter(c2)) {
+        *result = MPI_UNEQUAL;
+        return MPI_SUCCESS;
+    }
     int cmp = hashi_group_compare(c1->group, c2->group);
+    if (cmp >= 0 && hashi_comm_is_inter(c1)) {
+        /* Both groups count: the weaker of the two results. */
+        int rcmp = hashi_group_compare(c1->remote_group, c2->remote_group);
+        cmp = rcmp < 0 ? rcmp : cmp == MPI_UNEQUAL || rcmp == MPI_UNEQUAL ? MPI_UNEQUAL
+                              : cmp == MPI_SIMILAR || rcmp == MPI_SIMILAR ? MPI_SIMILAR : MPI_IDENT;
+    }
     if (cmp < 0)
         return hashi_err_comm(func, comm1, MPI_ERR_NO_MEM, "out of memory");
     /* Different communicators (contexts): the same group in order is congruent. */
@@ -1068,29 +1130,41 @@ int hashi_impl_Comm_test_inter(MPI_Comm comm, int *flag)
     struct MPI_ABI_Comm *c = comm_query(func, comm, flag, "flag", &rc);
     if (!c)
         return rc;
-    *flag = 0; /* intercommunicators do not exist yet */
+    *flag = hashi_comm_is_inter(c);
     return MPI_SUCCESS;
 }
 
-/* Intercommunicator queries: every communicator is an intracommunicator. */
-static int not_inter(const char *func, MPI_Comm comm)
+/* The start of the remote group queries: an intercommunicator, arg not NULL. */
+static struct MPI_ABI_Comm *inter_query(const char *func, MPI_Comm comm, const void *arg, const char *argname,
+                                        int *rc)
 {
-    HASHI_CHECK_INITIALIZED(func);
-    if (!hashi_comm_get(comm))
-        return hashi_err_invalid_comm(func, comm, "comm");
-    return hashi_err_comm(func, comm, MPI_ERR_COMM, "comm is an intracommunicator (it has no remote group)");
+    struct MPI_ABI_Comm *c = comm_query(func, comm, arg, argname, rc);
+    if (c && !hashi_comm_is_inter(c)) {
+        *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "comm is an intracommunicator (it has no remote group)");
+        return NULL;
+    }
+    return c;
 }
 
 int hashi_impl_Comm_remote_size(MPI_Comm comm, int *size)
 {
-    (void)size;
-    return not_inter("MPI_Comm_remote_size", comm);
+    int rc;
+    struct MPI_ABI_Comm *c = inter_query("MPI_Comm_remote_size", comm, size, "size", &rc);
+    if (!c)
+        return rc;
+    *size = c->remote_group->size;
+    return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 {
-    (void)group;
-    return not_inter("MPI_Comm_remote_group", comm);
+    int rc;
+    struct MPI_ABI_Comm *c = inter_query("MPI_Comm_remote_group", comm, group, "group", &rc);
+    if (!c)
+        return rc;
+    hashi_group_retain(c->remote_group);
+    *group = hashi_group_handle(c->remote_group);
+    return MPI_SUCCESS;
 }
 
 int hashi_impl_Comm_get_parent(MPI_Comm *parent)

@@ -21,6 +21,7 @@
 #define HASHI_TAG_SPLIT        (HASHI_TAG_COMM_FIRST + 2)  /* MPI_Comm_split: (color, key) allgather */
 #define HASHI_TAG_DIST_GRAPH   (HASHI_TAG_COMM_FIRST + 3)  /* MPI_Dist_graph_create: edge exchange */
 #define HASHI_TAG_SPLIT_TYPE   (HASHI_TAG_COMM_FIRST + 4)  /* MPI_Comm_split_type: hardware colours */
+#define HASHI_TAG_INTER        (HASHI_TAG_COMM_FIRST + 5)  /* intercommunicator leaders (intercomm.c) */
 /* Context id agreements take a tag of the parent's collective sequence
  * (hashi_coll_next_tag), so several can be in flight on one parent. */
 #define HASHI_TAG_COMM_LAST    0x7fffff
@@ -73,7 +74,41 @@ int hashi_context_agree_start(struct MPI_ABI_Comm *parent, int join, int tag, ha
 /* The blocking form: start and wait. */
 int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t *context_id, int *exhausted);
 
+/*
+ * Two groups that are agreeing on an intercommunicator's id talk through
+ * their leaders: `comm` (a communicator both leaders belong to, or one that
+ * addresses the other group) with `peer` the remote leader's rank in it,
+ * messages on `context` with `tag`.
+ */
+struct hashi_leader_link {
+    struct MPI_ABI_Comm *comm;
+    uint32_t context;
+    int peer, tag;
+};
+/* The leader's side: send `bytes` and receive as many from the other leader. */
+int hashi_leader_exchange(const struct hashi_leader_link *link, const void *sbuf, void *rbuf, size_t bytes);
+/*
+ * A context id pair free in every member of two disjoint groups (blocking):
+ * each group ANDs its offers over its intracommunicator `local` to its
+ * leader (rank `leader`), the leaders swap theirs over `link` (only read at
+ * the leader), the leader broadcasts the result; the same windows,
+ * reservations and retries as hashi_context_agree. Members with `join`
+ * take the pair (split: every piece the same, they are disjoint).
+ */
+int hashi_context_agree_inter(struct MPI_ABI_Comm *local, int leader, const struct hashi_leader_link *link,
+                              int join, uint32_t *context_id, int *exhausted);
+
 /* ---- communicators ---- */
+
+/* A communicator object over `group` (retained) with context_id, inheriting
+ * the parent's error handler and session (parent NULL: neither). */
+struct MPI_ABI_Comm *hashi_comm_new(struct MPI_ABI_Group *group, uint32_t context_id,
+                                    const struct MPI_ABI_Comm *parent);
+/* 1 for an intercommunicator. */
+static inline int hashi_comm_is_inter(const struct MPI_ABI_Comm *c)
+{
+    return c->remote_group != NULL;
+}
 
 /* Sub-communicator `which` (0: node-local, 1: node leaders) of parent: its
  * context id, taken from the parent's block (UINT32_MAX: the parent has
@@ -126,6 +161,26 @@ int hashi_comm_create_from(const char *func, struct MPI_ABI_Comm *parent, int me
                            struct MPI_ABI_Comm **out);
 /* MPI_Comm_split without argument checks; the error is raised on the parent. */
 int hashi_comm_split(const char *func, struct MPI_ABI_Comm *parent, int color, int key, struct MPI_ABI_Comm **out);
+
+/* Allgather of `block` bytes from every member of c into out (rank order;
+ * out[c->rank] already filled), on c's internal context with `tag`. */
+int hashi_comm_allgather_in_order(struct MPI_ABI_Comm *c, int tag, void *out, size_t block);
+/* A context id agreed among the members of g only (every caller a member)
+ * on the pair `on` with `tag` (MPI_Comm_create_from_group's). */
+int hashi_comm_agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *context_id, int *exhausted);
+/* The tag of a string tag (FNV-1a within MPI_TAG_UB). */
+int hashi_comm_string_tag(const char *stringtag);
+
+/* ---- intercommunicators (intercomm.c) ---- */
+
+/* Make c (its context id set) an intercommunicator: `local` its hidden
+ * local communicator (reference taken over), `remote` the remote group. */
+void hashi_inter_attach(struct MPI_ABI_Comm *c, struct MPI_ABI_Comm *local, struct MPI_ABI_Group *remote);
+/* The intercommunicator part of a dup of parent into c (made by dup_prepare):
+ * its hidden local communicator and its id. MPI_SUCCESS or the raised error. */
+int hashi_inter_dup_finish(const char *func, struct MPI_ABI_Comm *parent, struct MPI_ABI_Comm *c);
+/* MPI_Comm_split of an intercommunicator (MPI-2.2); error raised on parent. */
+int hashi_inter_split(const char *func, struct MPI_ABI_Comm *parent, int color, int key, struct MPI_ABI_Comm **out);
 
 /* Predefined communicator attributes (MPI_TAG_UB ...): 1 if keyval is one,
  * with *found and *value (the address of an int) set; 0 if not. */

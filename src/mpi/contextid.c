@@ -7,6 +7,7 @@
  * docs/communicators.md, "Context ids".
  */
 #include "mpi/comm.h"
+#include "mpi/coll/coll.h"
 #include "mpi/coll/sched.h"
 #include "mpi/p2p.h"
 
@@ -137,40 +138,53 @@ static int doubling_peer(const struct agreement *a)
     return vpeer < a->extra ? 2 * vpeer + 1 : vpeer + a->extra;
 }
 
-/* Offer this window's free, unreserved pairs and reserve them. */
-static void offer_window(struct agreement *a)
+/* Offer the free, unreserved pairs of the window that starts at word
+ * `first` and reserve them: offered[] and msg[] get them, msg's last word
+ * says whether this process held back pairs other agreements reserved. */
+static void offer_pairs(uint32_t first, uint32_t *offered, uint32_t *msg)
 {
     int others = 0;
     mtx_lock(&pool.lock);
     for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
-        uint32_t free_bits = pool.free_pairs[a->first + w];
-        uint32_t mine = free_bits & ~pool.reserved[a->first + w];
-        others |= (free_bits & pool.reserved[a->first + w]) != 0;
-        pool.reserved[a->first + w] |= mine;
-        a->offered[w] = mine;
-        a->buf[w] = mine;
+        uint32_t free_bits = pool.free_pairs[first + w];
+        uint32_t mine = free_bits & ~pool.reserved[first + w];
+        others |= (free_bits & pool.reserved[first + w]) != 0;
+        pool.reserved[first + w] |= mine;
+        offered[w] = mine;
+        msg[w] = mine;
     }
     mtx_unlock(&pool.lock);
-    a->buf[CONTEXT_WINDOW_WORDS] = others ? 0 : NOBODY_HELD_BACK;
+    msg[CONTEXT_WINDOW_WORDS] = others ? 0 : NOBODY_HELD_BACK;
 }
 
-/* Drop this window's reservations, taking `pair` first when joining. */
-static int settle_window(struct agreement *a, uint32_t pair)
+/* Drop the window's reservations, taking `pair` (CONTEXT_PAIRS: none) first
+ * when joining; -1 if the pair was not one this process offered. */
+static int settle_pairs(uint32_t first, const uint32_t *offered, uint32_t pair, int join)
 {
     int rc = 0;
     mtx_lock(&pool.lock);
     for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++)
-        pool.reserved[a->first + w] &= ~a->offered[w];
-    if (pair != CONTEXT_PAIRS && a->join) {
+        pool.reserved[first + w] &= ~offered[w];
+    if (pair != CONTEXT_PAIRS && join) {
         uint32_t bits = block_bits(pair);
         /* It was offered by this process, so it is free and was ours. */
-        if ((a->offered[pair / 32 - a->first] & bits) == bits && (pool.free_pairs[pair / 32] & bits) == bits)
+        if ((offered[pair / 32 - first] & bits) == bits && (pool.free_pairs[pair / 32] & bits) == bits)
             pool.free_pairs[pair / 32] &= ~bits;
         else
             rc = -1;
     }
     mtx_unlock(&pool.lock);
     return rc;
+}
+
+static void offer_window(struct agreement *a)
+{
+    offer_pairs(a->first, a->offered, a->buf);
+}
+
+static int settle_window(struct agreement *a, uint32_t pair)
+{
+    return settle_pairs(a->first, a->offered, pair, a->join);
 }
 
 static void finish(struct agreement *a, int rc, int exhausted, uint32_t context_id)
@@ -205,17 +219,21 @@ static int first_block(uint32_t word)
     return -1;
 }
 
+/* The lowest block set in the AND of the window at `first`, or CONTEXT_PAIRS. */
+static uint32_t window_pick(uint32_t first, const uint32_t *and)
+{
+    for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
+        int b = first_block(and[w]);
+        if (b >= 0)
+            return (first + w) * 32 + (uint32_t)b;
+    }
+    return CONTEXT_PAIRS;
+}
+
 /* The AND of the current window is in buf: take its lowest block, or move on. */
 static void window_result(struct agreement *a)
 {
-    uint32_t pair = CONTEXT_PAIRS;
-    for (uint32_t w = 0; w < CONTEXT_WINDOW_WORDS; w++) {
-        int b = first_block(a->buf[w]);
-        if (b >= 0) {
-            pair = (a->first + w) * 32 + (uint32_t)b;
-            break;
-        }
-    }
+    uint32_t pair = window_pick(a->first, a->buf);
     if (a->buf[CONTEXT_WINDOW_WORDS] != NOBODY_HELD_BACK)
         a->held_back = 1;
     if (settle_window(a, pair) != 0) {
@@ -453,4 +471,88 @@ int hashi_context_agree(struct MPI_ABI_Comm *parent, int join, int tag, uint32_t
 unsigned hashi_context_ids(void)
 {
     return CONTEXT_PAIRS / pool.block;
+}
+
+/* ---- two groups: an intercommunicator's id ---- */
+
+int hashi_leader_exchange(const struct hashi_leader_link *link, const void *sbuf, void *rbuf, size_t bytes)
+{
+    struct MPI_ABI_Request *reqs[2];
+    int rc = hashi_isend_internal(sbuf, (MPI_Count)bytes, MPI_BYTE, link->peer, link->tag, link->comm,
+                                  link->context, &reqs[0]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = hashi_irecv_internal(rbuf, (MPI_Count)bytes, MPI_BYTE, link->peer, link->tag, link->comm, link->context,
+                              &reqs[1]);
+    if (rc != MPI_SUCCESS) {
+        (void)hashi_wait_internal(reqs[0], MPI_STATUS_IGNORE);
+        return rc;
+    }
+    return hashi_waitall_internal(2, reqs);
+}
+
+/* One window's AND over both groups: reduce to the leader of `local`, the
+ * leaders swap and AND, the leader broadcasts. */
+static int window_and_inter(struct MPI_ABI_Comm *local, int leader, const struct hashi_leader_link *link,
+                            uint32_t *msg)
+{
+    uint32_t mine[CONTEXT_MSG_WORDS], remote[CONTEXT_MSG_WORDS];
+    int rc = MPI_SUCCESS;
+    memcpy(mine, msg, sizeof mine);
+    if (local->size > 1) {
+        struct hashi_sched *s = hashi_sched_create(local);
+        rc = s ? hashi_coll_build_reduce(s, mine, msg, CONTEXT_MSG_WORDS, MPI_UINT32_T, MPI_BAND, leader, local)
+               : MPI_ERR_NO_MEM;
+        if (s)
+            rc = rc == MPI_SUCCESS ? hashi_sched_run(s) : (hashi_sched_destroy(s), rc);
+    }
+    if (rc == MPI_SUCCESS && local->rank == leader) {
+        rc = hashi_leader_exchange(link, msg, remote, sizeof remote);
+        for (size_t i = 0; i < CONTEXT_MSG_WORDS; i++)
+            msg[i] &= remote[i];
+    }
+    if (rc == MPI_SUCCESS && local->size > 1) {
+        struct hashi_sched *s = hashi_sched_create(local);
+        rc = s ? hashi_coll_build_bcast(s, msg, CONTEXT_MSG_WORDS, MPI_UINT32_T, leader, local) : MPI_ERR_NO_MEM;
+        if (s)
+            rc = rc == MPI_SUCCESS ? hashi_sched_run(s) : (hashi_sched_destroy(s), rc);
+    }
+    return rc;
+}
+
+int hashi_context_agree_inter(struct MPI_ABI_Comm *local, int leader, const struct hashi_leader_link *link,
+                              int join, uint32_t *context_id, int *exhausted)
+{
+    uint32_t offered[CONTEXT_WINDOW_WORDS], msg[CONTEXT_MSG_WORDS];
+    uint32_t first = 0;
+    int held_back = 0;
+    *exhausted = 0;
+    for (;;) {
+        offer_pairs(first, offered, msg);
+        int rc = window_and_inter(local, leader, link, msg);
+        if (rc != MPI_SUCCESS) {
+            settle_pairs(first, offered, CONTEXT_PAIRS, 0);
+            return rc;
+        }
+        /* Every member of both groups has the same AND: the same choice. */
+        uint32_t pair = window_pick(first, msg);
+        held_back |= msg[CONTEXT_WINDOW_WORDS] != NOBODY_HELD_BACK;
+        if (settle_pairs(first, offered, pair, join) != 0)
+            return MPI_ERR_INTERN;
+        if (pair != CONTEXT_PAIRS) {
+            *context_id = 2 * pair;
+            return MPI_SUCCESS;
+        }
+        first += CONTEXT_WINDOW_WORDS;
+        if (first >= CONTEXT_MASK_WORDS) {
+            if (!held_back) {
+                *exhausted = 1;
+                return MPI_ERR_OTHER;
+            }
+            /* Only held back by agreements in flight: their progress runs
+             * while the next round's messages are awaited. */
+            first = 0;
+            held_back = 0;
+        }
+    }
 }

@@ -109,10 +109,10 @@ static void start_runtime(const char *func, int *argc, char ***argv, int require
     }
 
     hashi_comm_world.rank = hashi_job.rank;
-    hashi_comm_world.size = hashi_job.size;
+    hashi_comm_world.size = hashi_comm_world.peer_size = hashi_job.size;
     hashi_comm_world.context_id = 0;
     hashi_comm_self.rank = 0;
-    hashi_comm_self.size = 1;
+    hashi_comm_self.size = hashi_comm_self.peer_size = 1;
     hashi_comm_self.context_id = 2;
     hashi_errors_init();
     hashi_types_init();

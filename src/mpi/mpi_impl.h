@@ -56,11 +56,16 @@ struct MPI_ABI_Group {
  */
 struct MPI_ABI_Comm {
     uint32_t magic;               /* HASHI_COMM_MAGIC */
-    int rank, size;
+    int rank, size;               /* in the (local) group */
+    /* The ranks point-to-point calls name: size, or an intercommunicator's
+     * remote group size. world_ranks translates them (see below). */
+    int peer_size;
     uint32_t context_id;
     int context_borrowed;         /* a sub-communicator's pair, owned by its parent's block (comm.h) */
     struct MPI_ABI_Group *group;  /* members, as world ranks */
-    const int *world_ranks;       /* group->world_ranks, or NULL for the identity (world) */
+    /* World ranks of the ranks point-to-point names: group->world_ranks (NULL:
+     * the identity, world), for an intercommunicator remote_group's. */
+    const int *world_ranks;
     struct MPI_ABI_Errhandler *errhandler;
     atomic_int refcount;
     char name[MPI_MAX_OBJECT_NAME];
@@ -71,6 +76,11 @@ struct MPI_ABI_Comm {
     void *device_state;           /* the device's own (released by its coll.comm_free), or NULL */
     uint32_t coll_seq;            /* collective sequence: the next schedule's tag (coll/sched.c) */
     struct MPI_ABI_Session *session; /* the session it derives from (retained), or NULL: the World Model */
+    /* An intercommunicator (intercomm.c): the remote group (retained; NULL
+     * for an intracommunicator) and a hidden intracommunicator over the local
+     * group, with its own context, for the collectives' local phases. */
+    struct MPI_ABI_Group *remote_group;
+    struct MPI_ABI_Comm *local_comm;
 };
 #define HASHI_COMM_MAGIC 0x434f4d4du
 extern struct MPI_ABI_Comm hashi_comm_world, hashi_comm_self;

@@ -252,6 +252,9 @@ int hashi_impl_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
     if (!parent)
         return hashi_err_invalid_comm(func, comm_old, "comm_old");
+    if (hashi_comm_is_inter(parent))
+        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
+                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
     if (ndims < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_DIMS, "ndims %d is negative", ndims);
     if (!comm_cart || (ndims > 0 && (!dims || !periods)))
@@ -591,6 +594,9 @@ int hashi_impl_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], co
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
     if (!parent)
         return hashi_err_invalid_comm(func, comm_old, "comm_old");
+    if (hashi_comm_is_inter(parent))
+        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
+                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
     if (!comm_graph)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "comm_graph is NULL");
     if (nnodes < 0 || nnodes > parent->size)
@@ -822,6 +828,9 @@ int hashi_impl_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
     if (!parent)
         return hashi_err_invalid_comm(func, comm_old, "comm_old");
+    if (hashi_comm_is_inter(parent))
+        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
+                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
     if (indegree < 0 || outdegree < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "indegree %d or outdegree %d is negative", indegree,
                               outdegree);
@@ -864,6 +873,9 @@ int hashi_impl_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], 
     struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
     if (!parent)
         return hashi_err_invalid_comm(func, comm_old, "comm_old");
+    if (hashi_comm_is_inter(parent))
+        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
+                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
     if (n < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "n %d is negative", n);
     if (!comm_dist_graph || (n && (!sources || !degrees)))

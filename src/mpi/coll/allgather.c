@@ -14,6 +14,7 @@
  * A non-contiguous receive type is packed once: the algorithms then move
  * bytes, and one unpack at the end puts the blocks in place.
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
@@ -331,6 +332,9 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
                      void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                      MPI_Datatype rtype, MPI_Comm comm, int is_v)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_allgather(call, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, comm,
+                                          is_v);
     int rc;
     struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
     if (!c)

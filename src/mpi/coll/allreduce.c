@@ -12,6 +12,7 @@
  *    the vector, the least data of all, in n - 1 latency-bound steps.
  * The blocking form asks the device first (contiguous data).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
 
@@ -314,6 +315,8 @@ int hashi_coll_device_reduction_step(struct hashi_sched *s, int kind, const void
 static int allreduce(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf, MPI_Count count,
                      MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_allreduce(call, sendbuf, recvbuf, count, type, op, comm);
     int rc;
     struct MPI_ABI_Datatype *t;
     struct MPI_ABI_Comm *c = hashi_coll_call_allreduce(call, comm, sendbuf, recvbuf, count, type, op, &t, &rc);

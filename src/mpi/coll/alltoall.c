@@ -16,6 +16,7 @@
  * MPI_IN_PLACE: the receive buffer is packed into scratch first and sent
  * from there.
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
@@ -266,6 +267,9 @@ static int device_alltoall_step(struct hashi_sched *s, const void *sendbuf, MPI_
 static int alltoall(const struct hashi_coll_call *call, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                     void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_alltoall(call, sendbuf, scount, NULL, NULL, stype, NULL, recvbuf, rcount, NULL, NULL,
+                                         rtype, NULL, comm, 0, 0);
     int rc;
     struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
     if (!c)
@@ -326,6 +330,9 @@ static int alltoallvw(const struct hashi_coll_call *call, const void *sendbuf, c
                       const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rtype,
                       const MPI_Datatype rtypes[], MPI_Comm comm, int is_w)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_alltoall(call, sendbuf, 0, scounts, sdispls, stype, stypes, recvbuf, 0, rcounts,
+                                         rdispls, rtype, rtypes, comm, 1, is_w);
     int rc;
     struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
     if (!c)

@@ -8,6 +8,7 @@
  * ceil(log2 n) rounds every rank has heard, directly or through others, from
  * every rank's entry.
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll.h"
 
 #include "device/device.h"
@@ -39,6 +40,8 @@ static int hier_now(const struct hashi_coll_call *call, MPI_Comm comm, struct MP
 
 static int barrier(const struct hashi_coll_call *call, MPI_Comm comm)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_barrier(call, comm);
     int rc;
     struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
     if (!c)

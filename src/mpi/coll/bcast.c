@@ -13,6 +13,7 @@
  *    link, nseg + depth rounds.
  * Ranks are taken relative to the root (vr = rank - root mod n).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll.h"
 #include "mpi/coll/coll_data.h"
 
@@ -309,6 +310,8 @@ static int device_bcast_step(struct hashi_sched *s, void *buf, MPI_Count count, 
 static int bcast(const struct hashi_coll_call *call, void *buf, MPI_Count count, MPI_Datatype type, int root,
                  MPI_Comm comm)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_bcast(call, buf, count, type, root, comm);
     const char *func = call->func;
     int rc;
     struct MPI_ABI_Datatype *t;

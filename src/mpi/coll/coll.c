@@ -15,6 +15,12 @@ struct MPI_ABI_Comm *hashi_coll_call_comm(const struct hashi_coll_call *call, MP
         return NULL;
     }
     struct MPI_ABI_Comm *c = hashi_comm_arg(call->func, comm, rc);
+    if (c && hashi_comm_is_inter(c)) {
+        /* The collectives that take one go to coll/inter.c before this. */
+        *rc = hashi_err_comm(call->func, comm, MPI_ERR_COMM, "%s is not supported on an intercommunicator",
+                             call->func);
+        return NULL;
+    }
     if (c && call->mode != HASHI_COLL_BLOCKING && !call->request) {
         *rc = hashi_err_comm(call->func, comm, MPI_ERR_ARG, "the request pointer is NULL");
         return NULL;

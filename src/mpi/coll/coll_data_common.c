@@ -152,7 +152,7 @@ int hashi_coll_widen(int n, const int counts[], const int displs[], MPI_Count **
 int hashi_coll_comm_size(MPI_Comm comm)
 {
     const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
-    return c ? c->size : 0;
+    return c ? c->peer_size : 0;   /* an intercommunicator's arrays are by remote rank */
 }
 
 void hashi_coll_neighbor_counts(MPI_Comm comm, int *indegree, int *outdegree)
@@ -175,7 +175,7 @@ size_t hashi_blocks_bytes(const struct hashi_coll_blocks *b, int i)
 int hashi_coll_is_root(MPI_Comm comm, int root)
 {
     const struct MPI_ABI_Comm *c = comm == MPI_COMM_NULL ? NULL : hashi_comm_get(comm);
-    return c && c->rank == root;
+    return c && (c->remote_group ? root == MPI_ROOT : c->rank == root);
 }
 
 /* ---- the device's sparse exchange ---- */

@@ -10,6 +10,7 @@
  * Gather asks the device first (device_gather), blocking Gatherv the
  * device's sparse exchange (device_gatherv).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
@@ -183,6 +184,9 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
                   void *recvbuf, MPI_Count rcount, const MPI_Count rcounts[], const MPI_Aint displs[],
                   MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_gather(call, sendbuf, scount, stype, recvbuf, rcount, rcounts, displs, rtype, root, comm,
+                                       is_v);
     const struct hashi_coll_rooted r = { root, is_v, HASHI_COLL_SEND, sendbuf, scount, stype,
                                          recvbuf, rcount, rcounts, displs, rtype };
     int rc;

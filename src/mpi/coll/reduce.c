@@ -13,6 +13,7 @@
  *    The ranks beyond the power of two first fold their data into a partner
  *    (see rabenseifner.c).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
 
@@ -90,6 +91,8 @@ int hashi_coll_build_reduce(struct hashi_sched *s, const void *sendbuf, void *re
 static int reduce(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf, MPI_Count count,
                   MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_reduce(call, sendbuf, recvbuf, count, type, op, root, comm);
     const char *func = call->func;
     int rc;
     struct MPI_ABI_Datatype *t;

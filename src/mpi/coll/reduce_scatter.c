@@ -12,6 +12,7 @@
  * Equal blocks up to the device's max_bytes go to the device first, in
  * every form (reduce_scatter() below, hashi_coll_device_reduction).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll.h"
 #include "mpi/coll/rabenseifner.h"
 
@@ -190,8 +191,8 @@ static int reduce_scatter_call(const struct hashi_coll_call *call, const void *s
                                MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     const char *func = call->func;
-    int rc;
-    struct MPI_ABI_Comm *c = hashi_coll_call_comm(call, comm, &rc);
+    int rc, inter = hashi_coll_is_inter(comm);
+    struct MPI_ABI_Comm *c = inter ? hashi_coll_inter_call(call, comm, &rc) : hashi_coll_call_comm(call, comm, &rc);
     if (!c)
         return rc;
     if (!is_block && !icounts && !ccounts)
@@ -201,7 +202,9 @@ static int reduce_scatter_call(const struct hashi_coll_call *call, const void *s
     MPI_Count *counts = counts_of(func, comm, c, icounts, ccounts, block, &rc);
     if (!counts)
         return rc;
-    rc = reduce_scatter(call, sendbuf, recvbuf, counts, type, op, c, comm);
+    /* An intercommunicator's counts are its local group's too. */
+    rc = inter ? hashi_coll_inter_reduce_scatter(call, sendbuf, recvbuf, counts, type, op, comm)
+               : reduce_scatter(call, sendbuf, recvbuf, counts, type, op, c, comm);
     free(counts);
     return rc;
 }

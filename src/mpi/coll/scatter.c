@@ -9,6 +9,7 @@
  * Scatter asks the device first (device_scatter), blocking Scatterv the
  * device's sparse exchange (device_scatterv).
  */
+#include "mpi/coll/inter.h"
 #include "mpi/coll/coll_data.h"
 
 #include "device/device.h"
@@ -178,6 +179,9 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
                    const MPI_Count scounts[], const MPI_Aint displs[], MPI_Datatype stype, void *recvbuf,
                    MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm, int is_v)
 {
+    if (hashi_coll_is_inter(comm))
+        return hashi_coll_inter_scatter(call, sendbuf, scount, scounts, displs, stype, recvbuf, rcount, rtype, root,
+                                        comm, is_v);
     const struct hashi_coll_rooted r = { root, is_v, HASHI_COLL_RECV, recvbuf, rcount, rtype,
                                          sendbuf, scount, scounts, displs, stype };
     int rc;

@@ -44,9 +44,11 @@ int p2p_check_rank(const char *func, const struct MPI_ABI_Comm *c, MPI_Comm comm
 {
     if (rank == MPI_PROC_NULL || (allow_any && rank == MPI_ANY_SOURCE))
         return MPI_SUCCESS;
-    if (rank < 0 || rank >= c->size)
-        return hashi_err_comm(func, comm, MPI_ERR_RANK, "invalid %s rank %d (communicator size %d)",
-                              allow_any ? "source" : "destination", rank, c->size);
+    if (rank < 0 || rank >= c->peer_size)
+        return hashi_err_comm(func, comm, MPI_ERR_RANK, "invalid %s rank %d (%s %d)",
+                              allow_any ? "source" : "destination", rank,
+                              c->remote_group ? "the intercommunicator's remote group size" : "communicator size",
+                              c->peer_size);
     return MPI_SUCCESS;
 }
 

@@ -117,7 +117,7 @@ static inline int p2p_check_args(const char *func, const void *buf, MPI_Count co
     if (__builtin_expect(cc && tt && tt->committed && (uint64_t)count <= UINT32_MAX &&
                          (uint64_t)tt->size <= UINT32_MAX &&
                          (buf || count == 0 || tt->size == 0 || !(tt->predefined || tt->true_lb == 0)) &&
-                         ((unsigned)peer < (unsigned)cc->size || peer == MPI_PROC_NULL ||
+                         ((unsigned)peer < (unsigned)cc->peer_size || peer == MPI_PROC_NULL ||
                           (is_recv && peer == MPI_ANY_SOURCE)) &&
                          ((tag >= 0 && tag <= hashi_p2p.tag_ub) || (is_recv && tag == MPI_ANY_TAG)), 1)) {
         *c = cc;
