@@ -17,6 +17,7 @@
  *     message arrives exactly once, in order.
  *   matched: the receiver has received the message (eager and rendezvous)
  *     before the sender cancels: not cancelled, delivered once.
+ *   to self: an eager and a rendezvous send on MPI_COMM_SELF, cancelled.
  *   loops: 1000 eager isend / cancel / wait, 100 rendezvous and 100
  *     synchronous ones ("cancels" only), then a window of 200 eager
  *     messages and one rendezvous message still flow (the device's eager
@@ -192,6 +193,32 @@ static void matched(unsigned char *rbuf)
     }
 }
 
+/* Sends to oneself: the same protocol, both ends in this rank. */
+static void to_self(unsigned char *rbuf)
+{
+    unsigned char *buf = malloc(RNDV);
+    CHECK(buf, "out of memory");
+    for (int big = 0; big < 2; big++) {
+        size_t n = bytes_of(big);
+        MPI_Request r;
+        payload_fill(buf, n, 0, TAG_MATCHED, 1);
+        CHECK_MPI(MPI_Isend(buf, (int)n, MPI_BYTE, 0, TAG_MATCHED, MPI_COMM_SELF, &r));
+        CHECK_MPI(MPI_Cancel(&r));
+        if (cancels) {
+            CHECK(wait_cancelled(&r) == 1, "a send of %zu bytes to oneself: not cancelled", n);
+        } else {
+            MPI_Status st;
+            CHECK_MPI(MPI_Recv(rbuf, (int)n, MPI_BYTE, 0, TAG_MATCHED, MPI_COMM_SELF, &st));
+            CHECK(payload_check(rbuf, n, 0, TAG_MATCHED, 1) < 0, "a send to oneself: wrong data");
+            CHECK(wait_cancelled(&r) == 0, "a send to oneself cancelled on a device that cannot");
+        }
+        int flag = 1;
+        CHECK_MPI(MPI_Iprobe(0, TAG_MATCHED, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag, "a send of %zu bytes to oneself is still there", n);
+    }
+    free(buf);
+}
+
 static void loops(unsigned char *rbuf)
 {
     unsigned char *buf = malloc(RNDV);
@@ -273,6 +300,7 @@ int main(int argc, char **argv)
 
     unmatched(rbuf);
     matched(rbuf);
+    to_self(rbuf);
     loops(rbuf);
 
     CHECK_MPI(MPI_Buffer_detach(&bbuf, &bsize));
