@@ -1,7 +1,13 @@
 /*
- * cancel_send: MPI_Cancel of sends, deterministically. Argument "cancels"
- * (cells whose device withdraws unmatched sends: the matching core) or
- * "keeps" (the ofi tagged device, which cannot: docs/ofi.md).
+ * cancel_send: MPI_Cancel of sends, deterministically. The argument says
+ * what the cell does (docs/p2p.md, "Cancelling sends"):
+ *   all    the device withdraws unmatched sends (the matching core) and
+ *          HASHI_CANCEL_SENDS=all: every one is cancelled;
+ *   auto   the same device, HASHI_CANCEL_SENDS=auto: every one but a small
+ *          MPI_Isend, which completes in the call with the shared request
+ *          and is delivered;
+ *   keeps  the device cannot (the ofi tagged device, docs/ofi.md): none is
+ *          cancelled and every message is delivered exactly once.
  *
  * Each rank sends to its right neighbour and receives from its left one.
  *   unmatched: the receiver has posted nothing (it is in MPI_Wait of its own
@@ -9,24 +15,24 @@
  *     eager and a rendezvous MPI_Isend, an MPI_Issend of each size, an
  *     MPI_Ibsend of each size and persistent standard, synchronous and
  *     buffered sends (each with its own tag, after one plain message on that
- *     tag), cancels and waits. "cancels": every one is cancelled, the
- *     receiver's Iprobe then finds nothing but the first message, and two
- *     more messages on each tag arrive after it, in order; the persistent
- *     requests are started again and delivered. "keeps": none is
- *     cancelled (the waits come after the receiver took them) and each
- *     message arrives exactly once, in order.
+ *     tag), cancels and waits. Each one cancelled leaves nothing (the
+ *     receiver's Iprobe after the first message finds nothing); each one
+ *     not cancelled (waited for after the receiver took it) arrives exactly
+ *     once, in order. A third message on every tag arrives after them (the
+ *     persistent requests started again).
  *   matched: the receiver has received the message (eager and rendezvous)
  *     before the sender cancels: not cancelled, delivered once.
- *   to self: an eager and a rendezvous send on MPI_COMM_SELF, cancelled.
- *   loops: 1000 eager isend / cancel / wait, 100 rendezvous and 100
- *     synchronous ones ("cancels" only), then a window of 200 eager
- *     messages and one rendezvous message still flow (the device's eager
- *     credits came back); "keeps" receives the 1000 instead.
+ *   to self: an eager and a rendezvous send on MPI_COMM_SELF.
+ *   loops (all, auto): 1000 eager send / cancel / wait (MPI_Isend under
+ *     all, a persistent send under auto), 100 rendezvous and 100
+ *     synchronous ones, all cancelled; keeps receives 1000 eager ones.
+ *     Then a window of 200 eager messages and one rendezvous message still
+ *     flow (the device's eager credits came back).
  */
 #include "p2p_util.h"
 
 #define EAGER 1024
-#define RNDV (1 << 20)
+#define RNDV (256 << 10)   /* above every eager limit (64 KiB at most) */
 #define TAG_MATCHED 900
 #define TAG_LOOP 901
 #define TAG_AFTER 902
@@ -38,7 +44,8 @@
 enum kind { ISEND, ISSEND, IBSEND, PSEND, PSSEND, PBSEND, KINDS };
 static const char *kind_name[KINDS] = { "Isend", "Issend", "Ibsend", "Send_init", "Ssend_init", "Bsend_init" };
 
-static int cancels;
+enum mode { ALL, AUTO, KEEPS };
+static enum mode mode;
 static int rank, size, right, left;
 
 static int tag_of(int kind, int big)
@@ -49,6 +56,12 @@ static int tag_of(int kind, int big)
 static size_t bytes_of(int big)
 {
     return big ? RNDV : EAGER;
+}
+
+/* Whether a send of this kind and size is withdrawn before its receive. */
+static int cancellable(int kind, int big)
+{
+    return mode == ALL || (mode == AUTO && !(kind == ISEND && !big));
 }
 
 /* Start message seq of (kind, big) from buf; persistent kinds make *req. */
@@ -94,7 +107,7 @@ static void expect_nothing(int tag, const char *what)
     int flag = 1;
     MPI_Status st;
     CHECK_MPI(MPI_Iprobe(left, tag, MPI_COMM_WORLD, &flag, &st));
-    CHECK(!flag, "%s: a message on tag %d is still there (%s)", what, tag, cancels ? "cancelled" : "delivered");
+    CHECK(!flag, "%s: a message on tag %d is still there", what, tag);
 }
 
 static void unmatched(unsigned char *rbuf)
@@ -119,20 +132,20 @@ static void unmatched(unsigned char *rbuf)
             start_send(k, big, buf[k][big][1], &req[k][big]);
             CHECK_MPI(MPI_Cancel(&req[k][big]));
         }
-    if (cancels) {
-        /* The receiver has posted nothing: every verdict is a yes, and each
-         * wait returns by the receiver's progress in its own waits. */
-        for (int k = 0; k < KINDS; k++)
-            for (int big = 0; big < 2; big++)
+    /* The receiver has posted nothing: every verdict is a yes, and each
+     * wait returns by the receiver's progress in its own waits. (The others
+     * are waited for once received: a send may need its receive.) */
+    for (int k = 0; k < KINDS; k++)
+        for (int big = 0; big < 2; big++)
+            if (cancellable(k, big))
                 CHECK(wait_cancelled(&req[k][big]) == 1, "%s of %zu bytes, unmatched: not cancelled", kind_name[k],
                       bytes_of(big));
-    }
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     for (int k = 0; k < KINDS; k++)
         for (int big = 0; big < 2; big++) {
             int tag = tag_of(k, big);
             recv_check(rbuf, bytes_of(big), tag, 0, "the message before the cancelled one");
-            if (cancels) {
+            if (cancellable(k, big)) {
                 expect_nothing(tag, kind_name[k]);
             } else {
                 recv_check(rbuf, bytes_of(big), tag, 1, "the uncancelled message");
@@ -143,8 +156,7 @@ static void unmatched(unsigned char *rbuf)
     CHECK_MPI(MPI_Waitall(KINDS * 2, &plain[0][0], MPI_STATUSES_IGNORE));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     /* Later traffic on the same (source, tag) flows, in order: message 2
-     * (the persistent requests started again, on "cancels" cells, where
-     * they were cancelled; "keeps" delivered message 1 already). */
+     * (the persistent requests started again). */
     for (int k = 0; k < KINDS; k++)
         for (int big = 0; big < 2; big++) {
             int tag = tag_of(k, big);
@@ -204,7 +216,7 @@ static void to_self(unsigned char *rbuf)
         payload_fill(buf, n, 0, TAG_MATCHED, 1);
         CHECK_MPI(MPI_Isend(buf, (int)n, MPI_BYTE, 0, TAG_MATCHED, MPI_COMM_SELF, &r));
         CHECK_MPI(MPI_Cancel(&r));
-        if (cancels) {
+        if (cancellable(ISEND, big)) {
             CHECK(wait_cancelled(&r) == 1, "a send of %zu bytes to oneself: not cancelled", n);
         } else {
             MPI_Status st;
@@ -224,13 +236,22 @@ static void loops(unsigned char *rbuf)
     unsigned char *buf = malloc(RNDV);
     CHECK(buf, "out of memory");
     payload_fill(buf, RNDV, rank, TAG_LOOP, 0);
-    if (cancels) {
+    if (mode != KEEPS) {
+        /* Eager: MPI_Isend where each gets a request, else a persistent send. */
+        MPI_Request p;
+        CHECK_MPI(MPI_Send_init(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &p));
         for (int i = 0; i < LOOP_EAGER; i++) {
             MPI_Request r;
-            CHECK_MPI(MPI_Isend(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
+            if (mode == ALL) {
+                CHECK_MPI(MPI_Isend(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
+            } else {
+                CHECK_MPI(MPI_Start(&p));
+                r = p;
+            }
             CHECK_MPI(MPI_Cancel(&r));
             CHECK(wait_cancelled(&r) == 1, "eager loop send %d not cancelled", i);
         }
+        CHECK_MPI(MPI_Request_free(&p));
         for (int i = 0; i < LOOP_RNDV + LOOP_SYNC; i++) {
             MPI_Request r;
             if (i < LOOP_RNDV)
@@ -283,9 +304,9 @@ static void loops(unsigned char *rbuf)
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
-    CHECK(argc == 2 && (!strcmp(argv[1], "cancels") || !strcmp(argv[1], "keeps")),
-          "usage: cancel_send cancels|keeps");
-    cancels = !strcmp(argv[1], "cancels");
+    CHECK(argc == 2 && (!strcmp(argv[1], "all") || !strcmp(argv[1], "auto") || !strcmp(argv[1], "keeps")),
+          "usage: cancel_send all|auto|keeps");
+    mode = !strcmp(argv[1], "all") ? ALL : !strcmp(argv[1], "auto") ? AUTO : KEEPS;
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     right = (rank + 1) % size;

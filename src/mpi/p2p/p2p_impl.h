@@ -84,10 +84,12 @@ struct hashi_p2p_state {
     int oversubscribed;
     int tag_ub;
     /* MPI_Cancel asks the device to withdraw sends (it has cancel_send and
-     * HASHI_CANCEL_SENDS is on); MPI_Isend then gives every send a request
-     * of its own, never the shared one of completed sends, which names no
-     * message. */
+     * HASHI_CANCEL_SENDS is not none). */
     int cancel_sends;
+    /* MPI_Isend of a small message the device sends in the call returns the
+     * shared request of completed sends, which names no message, so it
+     * cannot be cancelled (off under HASHI_CANCEL_SENDS=all). */
+    int isend_shared;
     int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);
     int hook_count;
     struct hashi_bsend_buffer process_buffer;   /* MPI_Buffer_attach */

@@ -251,11 +251,11 @@ static int send_nonblocking(const char *func, const void *buf, MPI_Count count, 
     if (rc != MPI_SUCCESS)
         return rc;
     struct MPI_ABI_Request *req;
-    if (!persistent && !hashi_p2p.cancel_sends && send_now_fits(t, count, dest, mode)) {
+    if (!persistent && hashi_p2p.isend_shared && send_now_fits(t, count, dest, mode)) {
         /* Sent in the call: the program gets the shared request of sends
          * already complete (what an eager send's request would be by its
-         * Wait). Not where sends can be cancelled: MPI_Cancel must name the
-         * message. */
+         * Wait), which MPI_Cancel cannot withdraw: it names no message
+         * (HASHI_CANCEL_SENDS=all gives each its own request instead). */
         rc = send_now(func, buf, count, t, dest, tag, comm, c);
         if (rc == MPI_SUCCESS) {
             *request = p2p_sent_request();
