@@ -22,7 +22,8 @@
  *     persistent requests started again).
  *   matched: the receiver has received the message (eager and rendezvous)
  *     before the sender cancels: not cancelled, delivered once.
- *   to self: an eager and a rendezvous send on MPI_COMM_SELF.
+ *   to self: an eager and a rendezvous send on MPI_COMM_SELF; Isend, Ibsend
+ *     and Bsend_init to MPI_PROC_NULL: not cancelled.
  *   loops (all, auto): 1000 eager send / cancel / wait (MPI_Isend under
  *     all, a persistent send under auto), 100 rendezvous and 100
  *     synchronous ones, all cancelled; keeps receives 1000 eager ones.
@@ -231,6 +232,24 @@ static void to_self(unsigned char *rbuf)
     free(buf);
 }
 
+/* Sends to MPI_PROC_NULL are complete from the start: nothing to cancel. */
+static void proc_null(void)
+{
+    int x = 1;
+    MPI_Request r;
+    CHECK_MPI(MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Cancel(&r));
+    CHECK(wait_cancelled(&r) == 0, "Isend to MPI_PROC_NULL cancelled");
+    CHECK_MPI(MPI_Ibsend(&x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Cancel(&r));
+    CHECK(wait_cancelled(&r) == 0, "Ibsend to MPI_PROC_NULL cancelled");
+    CHECK_MPI(MPI_Bsend_init(&x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Start(&r));
+    CHECK_MPI(MPI_Cancel(&r));
+    CHECK(wait_cancelled(&r) == 0, "Bsend_init to MPI_PROC_NULL cancelled");
+    CHECK_MPI(MPI_Request_free(&r));
+}
+
 static void loops(unsigned char *rbuf)
 {
     unsigned char *buf = malloc(RNDV);
@@ -322,6 +341,7 @@ int main(int argc, char **argv)
     unmatched(rbuf);
     matched(rbuf);
     to_self(rbuf);
+    proc_null();
     loops(rbuf);
 
     CHECK_MPI(MPI_Buffer_detach(&bbuf, &bsize));

@@ -27,11 +27,15 @@
  *               (am.h) the end of the part the receiver reads itself with
  *               get() while the sender puts the rest; FIN_SPLIT tells the
  *               sender that read is over.
- * ACK, FIN, FIN_SPLIT and PUT_DONE travel as 8-byte notices when the device has them
+ * ACK, FIN, FIN_SPLIT, PUT_DONE and CANCEL_* travel as 8-byte notices when the device has them
  * (DIMMnet's AOTF), else as header-only messages.
  * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
  * pair and are matched in that order even if the device reorders them (a
  * small stash holds early arrivals); control messages need no order.
+ *   CANCEL      MPI_Cancel of a send: the message's envelope, sequence number
+ *               and the sender's cookie; the receiver answers CANCEL_YES
+ *               (withdrawn unmatched; nothing else about it follows) or
+ *               CANCEL_NO (matched). See "send cancel" below.
  *
  * Receive-first announcements (devices with hashi_am_ops.ann, towards the
  * peers hashi_am_core_set_peer_announce names): a receive posted before its

@@ -280,7 +280,8 @@ static int ibsend_call(const char *func, const void *buf, MPI_Count count, MPI_D
             hashi_request_free(copy);
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
     }
-    req->copy_send = copy;   /* MPI_Cancel withdraws it */
+    req->send_mode = HASHI_SEND_BUFFERED;
+    req->copy_send = copy;   /* MPI_Cancel withdraws it (none: to MPI_PROC_NULL) */
     *request = req;
     return MPI_SUCCESS;
 }

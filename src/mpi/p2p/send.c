@@ -192,6 +192,8 @@ static void copy_verdict(struct MPI_ABI_Request *req, struct MPI_ABI_Request *co
 void p2p_cancel_send(struct MPI_ABI_Request *req)
 {
     struct MPI_ABI_Request *copy = req->copy_send;
+    if (req->send_mode == HASHI_SEND_BUFFERED && !copy)
+        return;   /* buffered to MPI_PROC_NULL: the device never had it */
     if (copy) {
         /* Buffered: the program's request completed when the copy was
          * made; it waits again, for the copy's send. */
