@@ -569,7 +569,7 @@ int hashi_impl_Cancel(MPI_Request *request)
      * its copy is out, but may still wait unmatched at the receiver): the
      * device asks the receiver, and MPI_Wait returns with its verdict. One
      * that failed has nothing to withdraw. A device that cannot cancel
-     * sends (or HASHI_CANCEL_SENDS=0) lets them complete: Test_cancelled
+     * sends (or HASHI_CANCEL_SENDS=none) lets them complete: Test_cancelled
      * then says false, which the standard allows. */
     if (!hashi_p2p.cancel_sends || (hashi_request_is_complete(req) && req->status.MPI_ERROR != MPI_SUCCESS))
         return MPI_SUCCESS;
