@@ -93,7 +93,19 @@ struct hashi_device_p2p_ops {
      * matched: it completes normally (possibly later).
      */
     int (*cancel_recv)(struct MPI_ABI_Request *req);
-    /* Cancel a send that has not been matched; NULL if the device cannot. */
+    /*
+     * Cancel a send (NULL if the device cannot). req is incomplete: still
+     * under way, or completed already (an eager send, once its copy was
+     * out) and reopened by the MPI layer, which then holds an operation
+     * reference again. The device asks the receiver if it can and completes
+     * req once more (on_complete is cleared) when it knows: with the
+     * cancelled flag if the message was withdrawn before any receive
+     * matched it (the receiver will never see it), else normally, after
+     * everything the send waited for anyway. The verdict may need the
+     * receiver's progress. Returns 1 if it asked, 0 if not (a send it
+     * cannot name or that matched from the start: req completes as it
+     * would have).
+     */
     int (*cancel_send)(struct MPI_ABI_Request *req);
     /*
      * Optional (NULL: not offered): a standard or ready mode send of `bytes`

@@ -122,6 +122,10 @@ struct MPI_ABI_Request {
      * by p2p.pfree when the request is destroyed. NULL: nothing prepared. */
     void *dev_prepared;
 
+    /* Buffered mode with cancel_sends: the internal send of the copy this
+     * request made last (a reference), which MPI_Cancel withdraws. */
+    struct MPI_ABI_Request *copy_send;
+
     struct MPI_ABI_Request *next_free;
     _Alignas(16) unsigned char dev[HASHI_DEVICE_REQ_BYTES];
 };

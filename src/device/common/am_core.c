@@ -27,11 +27,15 @@
  *               (am.h) the end of the part the receiver reads itself with
  *               get() while the sender puts the rest; FIN_SPLIT tells the
  *               sender that read is over.
- * ACK, FIN, FIN_SPLIT and PUT_DONE travel as 8-byte notices when the device has them
+ * ACK, FIN, FIN_SPLIT, PUT_DONE and CANCEL_* travel as 8-byte notices when the device has them
  * (DIMMnet's AOTF), else as header-only messages.
  * EAGER, EAGER_SYNC and RTS carry a sequence number per (sender, receiver)
  * pair and are matched in that order even if the device reorders them (a
  * small stash holds early arrivals); control messages need no order.
+ *   CANCEL      MPI_Cancel of a send: the message's envelope, sequence number
+ *               and the sender's cookie; the receiver answers CANCEL_YES
+ *               (withdrawn unmatched; nothing else about it follows) or
+ *               CANCEL_NO (matched). See "send cancel" below.
  *
  * Receive-first announcements (devices with hashi_am_ops.ann, towards the
  * peers hashi_am_core_set_peer_announce names): a receive posted before its
@@ -70,7 +74,8 @@
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 enum am_type {
-    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE, AM_FIN_SPLIT, AM_ANN_DONE
+    AM_EAGER = 1, AM_EAGER_SYNC, AM_RTS, AM_ACK, AM_FIN, AM_CTS, AM_DATA, AM_PUT_DONE, AM_FIN_SPLIT, AM_ANN_DONE,
+    AM_CANCEL, AM_CANCEL_YES, AM_CANCEL_NO
 };
 
 struct am_hdr {
@@ -81,9 +86,9 @@ struct am_hdr {
     uint32_t context_id;
     int32_t source;         /* sender's rank in the communicator */
     int32_t tag;
-    uint32_t seq;           /* EAGER*, RTS: order per (sender, receiver) */
+    uint32_t seq;           /* EAGER*, RTS: order per (sender, receiver); CANCEL: the message's */
     /* EAGER ends here (AM_SHORT_HDR): its size is what follows. */
-    uint32_t cookie;        /* EAGER_SYNC, RTS: sender's request; ACK, FIN, CTS: the one answered */
+    uint32_t cookie;        /* EAGER_SYNC, RTS, CANCEL: sender's request; ACK, FIN, CTS, CANCEL_*: the one answered */
     uint32_t cookie2;       /* CTS, DATA: the receiver's request */
     uint64_t size;          /* EAGER_SYNC: payload; RTS: message; CTS: bytes wanted; DATA: offset */
 };
@@ -112,7 +117,7 @@ static inline size_t am_hdr_len(uint8_t type)
 #define RNDV_WINDOW 4
 
 /* Per-request state in req->dev. */
-enum { WAIT_LOCAL = 1, WAIT_ACK = 2, WAIT_FIN = 4, WAIT_CTS = 8 };
+enum { WAIT_LOCAL = 1, WAIT_ACK = 2, WAIT_FIN = 4, WAIT_CTS = 8, WAIT_CANCEL = 16 };
 
 struct am_send_state {
     uint32_t cookie;
@@ -127,6 +132,10 @@ struct am_send_state {
     uint8_t split_fin;      /* FIN_SPLIT overtook the CTS */
     uint8_t rndv;           /* announced by RTS: counted in the peer's rndv_out */
     uint8_t put_notice;     /* the last put piece's notice: AM_PUT_DONE, or AM_ANN_DONE (claimed announcement) */
+    uint8_t on_wire;        /* a message (EAGER*, RTS) carries it: seq names it to a cancel */
+    uint8_t claimed;        /* put into a claimed announcement: matched from the start */
+    uint8_t cancelled;      /* the receiver removed it for MPI_Cancel */
+    uint32_t seq;           /* its sequence number towards dest_world */
     unsigned char put_rkey[HASHI_AM_RKEY_MAX];
 };
 
@@ -177,7 +186,10 @@ struct am_unexp {
     uint8_t rkey_len;
     uint8_t pulling;        /* busy pull: our read of the sender's buffer into data is under way */
     uint8_t unread;         /* busy pull: not read yet, on the core's unread list */
+    uint8_t cancel_asked;   /* busy pull: its sender cancelled it while we read it (out of the queues) */
     int src_world;
+    uint32_t seq;           /* its sequence number from src_world (a cancel names it) */
+    uint32_t cancel_cookie; /* cancel_asked: the sender's request, answered once the read is over */
     int error;              /* busy pull: the read failed (MPI error class) */
     uint32_t cookie;
     uint64_t size;
@@ -192,6 +204,13 @@ static void unexp_free(struct am_unexp *u)
 {
     hashi_buf_put(u, u->alloc);
 }
+
+/* A cancel that arrived before the message it names (in flight, or early). */
+struct am_cancel {
+    struct am_cancel *next;
+    uint32_t seq;
+    uint32_t cookie;        /* the sender's request */
+};
 
 /* An arrival ahead of its sequence number. */
 struct am_early {
@@ -218,6 +237,7 @@ struct am_peer {
     struct MPI_ABI_Request *ann_req;   /* our receive announced to it, outstanding (NULL: none) */
     void *ann_mem;          /* its buffer's registration */
     uint32_t ann_seq;       /* the message the announcement binds to */
+    struct am_cancel *cancels;   /* its cancels of messages that have not arrived yet */
 };
 
 static struct am_core {
@@ -346,7 +366,8 @@ static uint64_t notice_value(uint8_t type, uint32_t cookie)
 static void send_control(int dest, uint8_t type, uint32_t cookie, uint32_t cookie2, uint64_t size,
                          hashi_am_done_fn done, void *arg)
 {
-    if (core.use_notice && (type == AM_ACK || type == AM_FIN || type == AM_FIN_SPLIT)) {
+    if (core.use_notice && (type == AM_ACK || type == AM_FIN || type == AM_FIN_SPLIT || type == AM_CANCEL_YES ||
+                            type == AM_CANCEL_NO)) {
         if (core.am->notice(dest, notice_value(type, cookie)) == 0) {
             if (done)
                 done(arg, 0);
@@ -380,7 +401,7 @@ static void complete_send(struct MPI_ABI_Request *req)
     s->cookie = 0;
     s->mem = NULL;
     req->status.MPI_ERROR = s->error;
-    hashi_status_set_cancelled(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, s->cancelled);
     hashi_request_complete(req);
 }
 
@@ -689,6 +710,13 @@ static void unexp_pulled(void *arg, int status)
     u->rkey_len = 0;
     if (!u->error)
         hashi_vg_written_by_peer(u->data, u->size);
+    if (u->cancel_asked) {
+        /* Cancelled while we read it: the answer alone releases the sender
+         * (after a yes it expects nothing else about the message). */
+        send_control(u->src_world, AM_CANCEL_YES, u->cancel_cookie, 0, 0, NULL, NULL);
+        unexp_free(u);
+        return;
+    }
     send_control(u->src_world, AM_FIN, u->cookie, 0, 0, NULL, NULL);
     if (u->req)
         deliver_unexp(u->req, u);
@@ -736,6 +764,8 @@ static void queue_unexpected(const struct am_hdr *h, const unsigned char *body, 
     u->q.tag = h->tag;
     u->type = h->type;
     u->src_world = h->src_world;
+    u->seq = h->seq;
+    u->cancel_asked = 0;
     u->cookie = h->cookie;
     u->size = h->size;
     u->rkey_len = h->type == AM_RTS ? h->rkey_len : 0;
@@ -809,6 +839,7 @@ static int parse(const void *msg, size_t len, struct am_hdr *h)
 
 static void ann_drop(struct am_peer *peer);
 static void ann_claimed(int src, struct MPI_ABI_Request *req);
+static int cancelled_in_flight(struct am_peer *peer, const struct am_hdr *h);
 
 /* Hand over the early arrivals from peer that are now in turn. Each is
  * counted before it is matched (as every arrival): a receive its
@@ -824,7 +855,8 @@ static void replay_early(struct am_peer *peer)
             ann_drop(peer);
         peer->recv_seq++;
         size_t hl = am_hdr_len(eh.type);
-        arrival(&eh, e->msg + hl, e->len - hl);
+        if (!peer->cancels || !cancelled_in_flight(peer, &eh))
+            arrival(&eh, e->msg + hl, e->len - hl);
         free(e);
     }
 }
@@ -842,8 +874,143 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
      * (a schedule's next step) must not announce for this message. */
     peer->recv_seq++;
     size_t hl = am_hdr_len(h->type);
-    arrival(h, msg + hl, len - hl);
+    if (!peer->cancels || !cancelled_in_flight(peer, h))
+        arrival(h, msg + hl, len - hl);
     replay_early(peer);
+}
+
+/* ------------------------------------------------------------- send cancel */
+
+/*
+ * MPI_Cancel of a send (am_cancel_send): the sender asks the receiver with
+ * CANCEL (the message's envelope and sequence number, the sender's cookie),
+ * and the receiver answers CANCEL_YES (removed: it was not matched, and
+ * nothing else about the message follows: no ACK, FIN or CTS) or
+ * CANCEL_NO (matched: the message is delivered, and its usual answers
+ * follow). The send completes when the answer and everything else it
+ * waits for are in; cancelled after a yes. Where the message is:
+ *   - arrived and unexpected (sequence number below recv_seq, in its
+ *     source's bin of the unexpected queue): removed, yes. A busy pull being
+ *     read into its unexpected buffer leaves the queues at once and is
+ *     answered when the read is over (the sender's buffer is in use till
+ *     then); one not read yet just goes;
+ *   - arrived and matched (or taken by Mprobe): not in the queue, no;
+ *   - not arrived yet (in flight behind the cancel, or early in the
+ *     stash): the cancel waits in the peer's list and the message is
+ *     dropped when its turn comes (it is counted in the order like any
+ *     other), yes. Nothing can match it before then.
+ * The device's flow control is untouched: an eager message was drained
+ * from its ring (credits returned) like any other; only the core's copy
+ * is freed.
+ */
+
+/* Receiver: message h (in sequence order) was cancelled before it came. */
+static int cancelled_in_flight(struct am_peer *peer, const struct am_hdr *h)
+{
+    for (struct am_cancel **pp = &peer->cancels; *pp; pp = &(*pp)->next) {
+        struct am_cancel *c = *pp;
+        if (c->seq != h->seq)
+            continue;
+        *pp = c->next;
+        send_control(h->src_world, AM_CANCEL_YES, c->cookie, 0, 0, NULL, NULL);
+        free(c);
+        return 1;
+    }
+    return 0;
+}
+
+static int unexp_is_message(const struct hashi_mq_unexp *q, const void *arg)
+{
+    const struct am_unexp *u = container_of(q, const struct am_unexp, q);
+    const struct am_hdr *h = arg;
+    return u->src_world == h->src_world && u->seq == h->seq;
+}
+
+/* Receiver: a sender asks to cancel its message h->seq. */
+static void cancel_arrival(const struct am_hdr *h)
+{
+    struct am_peer *peer = &core.peers[h->src_world];
+    if ((int32_t)(h->seq - peer->recv_seq) >= 0) {
+        struct am_cancel *c = malloc(sizeof *c);
+        if (!c) {
+            hashi_log("matching core: out of memory holding a cancel from rank %d", h->src_world);
+            abort();
+        }
+        c->seq = h->seq;
+        c->cookie = h->cookie;
+        c->next = peer->cancels;
+        peer->cancels = c;
+        return;
+    }
+    struct hashi_mq_unexp *q = hashi_mq_take_unexp(&core.mq, h->context_id, h->source, unexp_is_message, h);
+    if (!q) {
+        send_control(h->src_world, AM_CANCEL_NO, h->cookie, 0, 0, NULL, NULL);
+        return;
+    }
+    struct am_unexp *u = container_of(q, struct am_unexp, q);
+    if (u->pulling) {
+        u->cancel_asked = 1;   /* unexp_pulled answers */
+        u->cancel_cookie = h->cookie;
+        return;
+    }
+    if (u->unread) {
+        unread_remove(u);
+        peer->pulls_in--;
+    }
+    unexp_free(u);
+    send_control(h->src_world, AM_CANCEL_YES, h->cookie, 0, 0, NULL, NULL);
+}
+
+/* Sender: the receiver's verdict on our cancel. */
+static void cancel_answered(struct MPI_ABI_Request *req, int removed, int src)
+{
+    struct am_send_state *s = send_state(req);
+    if (!(s->waiting & WAIT_CANCEL)) {
+        hashi_log("matching core: rank %d answered a cancel that was not asked", src);
+        return;
+    }
+    if (!removed) {
+        send_progressed(req, WAIT_CANCEL);
+        return;
+    }
+    /* Removed unmatched: no ACK, FIN or CTS will come; only our own
+     * device's reading of the buffer (WAIT_LOCAL) may still be under way. */
+    s->cancelled = 1;
+    s->error = MPI_SUCCESS;
+    send_progressed(req, WAIT_CANCEL | WAIT_ACK | WAIT_FIN | WAIT_CTS);
+}
+
+/* The p2p table's cancel_send: req is incomplete (still under way, or
+ * reopened by the MPI layer after an eager send's local completion). */
+static int am_cancel_send(struct MPI_ABI_Request *req)
+{
+    struct am_send_state *s = send_state(req);
+    /* Nothing on the wire to name, or matched from the start (a claimed
+     * announcement), or failed: it completes as it would have. */
+    if (!s->on_wire || s->claimed || s->error) {
+        if (!s->waiting)
+            complete_send(req);
+        return 0;
+    }
+    if (!s->cookie) {
+        s->cookie = hashi_cookie_new(&core.cookies, req);   /* an eager send has none */
+        if (!s->cookie) {
+            if (!s->waiting)
+                complete_send(req);
+            return 0;
+        }
+    }
+    struct am_hdr h = {
+        .type = AM_CANCEL, .src_world = hashi_job.rank, .context_id = req->context_id,
+        .source = req->my_comm_rank, .tag = req->tag, .seq = s->seq, .cookie = s->cookie,
+    };
+    s->waiting |= WAIT_CANCEL;
+    if (core.am->send(req->dest_world, &h, sizeof h, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
+        hashi_log("matching core: asking rank %d to cancel a message failed; it is not cancelled", req->dest_world);
+        send_progressed(req, WAIT_CANCEL);
+        return 0;
+    }
+    return 1;
 }
 
 /* --------------------------------------------------------- sender answers */
@@ -952,6 +1119,10 @@ static void control_arrival(const struct am_hdr *h, const unsigned char *body, s
     case AM_FIN_SPLIT:
         split_fin_arrived(req);
         break;
+    case AM_CANCEL_YES:
+    case AM_CANCEL_NO:
+        cancel_answered(req, h->type == AM_CANCEL_YES, h->src_world);
+        break;
     case AM_CTS: {
         struct am_send_state *s = send_state(req);
         s->peer_cookie = h->cookie2;
@@ -1012,7 +1183,7 @@ static inline int eager_in_order(const unsigned char *msg, size_t len)
     if ((uint32_t)h.src_world >= (uint32_t)core.npeers)
         return 0;
     struct am_peer *peer = &core.peers[h.src_world];
-    if (h.seq != peer->recv_seq || peer->early)
+    if (h.seq != peer->recv_seq || peer->early || peer->cancels)
         return 0;
     if (peer->ann_req && h.seq == peer->ann_seq)
         ann_drop(peer);   /* message k came the usual way: no claim can follow */
@@ -1052,7 +1223,12 @@ void hashi_am_deliver(const void *msg, size_t len)
     case AM_FIN_SPLIT:
     case AM_CTS:
     case AM_DATA:
+    case AM_CANCEL_YES:
+    case AM_CANCEL_NO:
         control_arrival(&h, bytes + sizeof h, len - sizeof h);
+        break;
+    case AM_CANCEL:
+        cancel_arrival(&h);
         break;
     default:
         hashi_log("matching core: dropping a message of unknown type %u from rank %d", h.type, h.src_world);
@@ -1198,6 +1374,7 @@ static __attribute__((noinline)) int ann_try_claim(struct MPI_ABI_Request *req, 
         return 0;
     peer->send_seq++;   /* message k went */
     struct am_send_state *s = send_state(req);
+    s->claimed = 1;
     s->want = h->size < a.capacity ? h->size : a.capacity;
     s->sent = 0;
     s->frags_out = 0;
@@ -1237,6 +1414,10 @@ void hashi_am_deliver_notice(int src, uint64_t value)
     case AM_ANN_DONE:
         ann_claimed(src, req);
         break;
+    case AM_CANCEL_YES:
+    case AM_CANCEL_NO:
+        cancel_answered(req, type == AM_CANCEL_YES, src);
+        break;
     default:
         hashi_log("matching core: dropping a notice of unknown type %u from rank %d", type, src);
     }
@@ -1244,13 +1425,14 @@ void hashi_am_deliver_notice(int src, uint64_t value)
 
 /* ---------------------------------------------------------- p2p entry points */
 
-/* An eager copy is in the transport's hands: the standard send is complete. */
+/* An eager copy is in the transport's hands: the standard send is complete
+ * (unless a cancel waits for its answer). */
 static void eager_done(void *arg, int status)
 {
     struct MPI_ABI_Request *req = arg;
     if (status != 0)
         send_state(req)->error = MPI_ERR_OTHER;
-    complete_send(req);
+    send_progressed(req, WAIT_LOCAL);
 }
 
 static void eager_sync_done(void *arg, int status)
@@ -1328,10 +1510,13 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
     h->flags = pull_now ? AM_PULL_NOW : 0;
     h->cookie = s->cookie;
     h->seq = peer->send_seq++;
+    s->seq = h->seq;
+    s->on_wire = 1;
     /* The RTS goes out as one buffer: header then key. */
     memcpy(wire, h, sizeof *h);
     if (core.am->send(req->dest_world, wire, hdr_len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL) != 0) {
         peer->send_seq--;
+        s->on_wire = 0;
         if (s->mem)
             buf_dereg(req, s->mem);
         s->mem = NULL;
@@ -1353,12 +1538,18 @@ static int send_rts(struct MPI_ABI_Request *req, struct am_hdr *h, enum pull_why
 static int send_eager(struct MPI_ABI_Request *req, struct am_hdr *h, unsigned flags)
 {
     struct am_peer *peer = &core.peers[req->dest_world];
+    struct am_send_state *s = send_state(req);
     h->type = AM_EAGER;
     h->flags = 0;
     h->seq = peer->send_seq++;
+    s->seq = h->seq;
+    s->on_wire = 1;
+    s->waiting = WAIT_LOCAL;
     int rc = core.am->send(req->dest_world, h, AM_SHORT_HDR, req->dev_buf, req->dev_bytes, flags, eager_done, req);
-    if (rc != 0)
+    if (rc != 0) {
         peer->send_seq--;
+        s->on_wire = 0;
+    }
     return rc;
 }
 
@@ -1403,9 +1594,12 @@ static int am_isend(struct MPI_ABI_Request *req)
         h.type = AM_EAGER_SYNC;
         h.cookie = s->cookie;
         h.seq = peer->send_seq++;
+        s->seq = h.seq;
+        s->on_wire = 1;
         s->waiting = WAIT_LOCAL | WAIT_ACK;
         if (core.am->send(req->dest_world, &h, sizeof h, req->dev_buf, len, 0, eager_sync_done, req) != 0) {
             peer->send_seq--;
+            s->on_wire = 0;
             hashi_cookie_free(&core.cookies, s->cookie);
             s->cookie = 0;
             return MPI_ERR_OTHER;
@@ -1659,7 +1853,7 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         .improbe = am_improbe,
         .imrecv = am_imrecv,
         .cancel_recv = am_cancel_recv,
-        .cancel_send = NULL,
+        .cancel_send = am_cancel_send,
         .send_now = am_send_now,
         .psend_init = am_psend_init,
         .precv_init = am_precv_init,
@@ -1751,6 +1945,11 @@ void hashi_am_core_finalize(void)
     for (int i = 0; i < core.npeers; i++) {
         if (core.peers[i].ann_mem)   /* a receive still posted at MPI_Finalize */
             buf_dereg(core.peers[i].ann_req, core.peers[i].ann_mem);
+        while (core.peers[i].cancels) {
+            struct am_cancel *c = core.peers[i].cancels;
+            core.peers[i].cancels = c->next;
+            free(c);
+        }
         while (core.peers[i].early) {
             struct am_early *e = core.peers[i].early;
             core.peers[i].early = e->next;

@@ -222,6 +222,23 @@ struct hashi_mq_unexp *hashi_mq_find_unexp(struct hashi_mq *q, const struct hash
     return found;
 }
 
+struct hashi_mq_unexp *hashi_mq_take_unexp(struct hashi_mq *q, uint32_t context_id, int source,
+                                           int (*is_it)(const struct hashi_mq_unexp *u, const void *arg),
+                                           const void *arg)
+{
+    struct hashi_mq_ctx *c = q->unexp_count ? ctx_get(q, context_id, 0) : NULL;
+    if (!c || source < 0 || source >= c->nbins)
+        return NULL;
+    for (struct hashi_mq_link *e = c->bins[source].unexp.first; e; e = e->next) {
+        struct hashi_mq_unexp *u = container_of(e, struct hashi_mq_unexp, by_source);
+        if (is_it(u, arg)) {
+            unexp_remove(q, c, u);
+            return u;
+        }
+    }
+    return NULL;
+}
+
 int hashi_mq_post(struct hashi_mq *q, struct hashi_mq_posted *p)
 {
     struct hashi_mq_ctx *c = ctx_get(q, p->m.context_id, 1);

@@ -83,6 +83,15 @@ int hashi_mq_add_unexp(struct hashi_mq *q, struct hashi_mq_unexp *u);
  */
 struct hashi_mq_unexp *hashi_mq_find_unexp(struct hashi_mq *q, const struct hashi_match *m, int remove);
 
+/*
+ * Remove and return the earliest unexpected message of (context_id, source)
+ * for which is_it(u, arg) is true, or NULL (a sender's cancel naming its
+ * message, am_core.c).
+ */
+struct hashi_mq_unexp *hashi_mq_take_unexp(struct hashi_mq *q, uint32_t context_id, int source,
+                                           int (*is_it)(const struct hashi_mq_unexp *u, const void *arg),
+                                           const void *arg);
+
 /* Queue a receive that found no unexpected message (p->m set). 0, or -1 out of memory. */
 int hashi_mq_post(struct hashi_mq *q, struct hashi_mq_posted *p);
 

@@ -173,6 +173,14 @@ static int drain_completions(void)
 int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t,
               int dest, int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle)
 {
+    return p2p_bsend_copy(func, buf, count, t, dest, tag, comm, handle, NULL);
+}
+
+int p2p_bsend_copy(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t, int dest,
+                   int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle, struct MPI_ABI_Request **copy_send)
+{
+    if (copy_send)
+        *copy_send = NULL;
     if (dest == MPI_PROC_NULL)
         return MPI_SUCCESS;
     struct hashi_bsend_buffer *b = p2p_bsend_buffer_for(comm);
@@ -219,6 +227,10 @@ int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI
     req->on_complete = bsend_done;
     b->pending++;
     rc = p2p_start_send(req);
+    if (rc == MPI_SUCCESS && copy_send && hashi_p2p.cancel_sends) {
+        *copy_send = req;   /* the program's request keeps the reference */
+        return MPI_SUCCESS;
+    }
     /* Nobody waits for this request: its completion frees it. A failed start
      * has completed it already (bsend_done gave the segment back). */
     hashi_request_free(req);
@@ -231,26 +243,26 @@ int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI
 /* ---- MPI_Bsend, MPI_Ibsend, MPI_Bsend_init ---- */
 
 static int bsend_call(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
-                      int tag, MPI_Comm comm)
+                      int tag, MPI_Comm comm, struct MPI_ABI_Request **copy_send)
 {
     struct MPI_ABI_Comm *c;
     struct MPI_ABI_Datatype *t;
     int rc = p2p_check_args(func, buf, count, datatype, dest, tag, comm, 0, &c, &t);
     if (rc != MPI_SUCCESS)
         return rc;
-    return p2p_bsend(func, buf, count, t, dest, tag, c, comm);
+    return p2p_bsend_copy(func, buf, count, t, dest, tag, c, comm, copy_send);
 }
 
 int hashi_impl_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     HASHI_CHECK_INITIALIZED("MPI_Bsend");
-    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm);
+    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm, NULL);
 }
 
 int hashi_impl_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     HASHI_CHECK_INITIALIZED("MPI_Bsend");
-    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm);
+    return bsend_call("MPI_Bsend", buf, count, datatype, dest, tag, comm, NULL);
 }
 
 static int ibsend_call(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
@@ -258,12 +270,18 @@ static int ibsend_call(const char *func, const void *buf, MPI_Count count, MPI_D
 {
     if (!request)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "the request pointer is NULL");
-    int rc = bsend_call(func, buf, count, datatype, dest, tag, comm);
+    struct MPI_ABI_Request *copy;
+    int rc = bsend_call(func, buf, count, datatype, dest, tag, comm, &copy);
     if (rc != MPI_SUCCESS)
         return rc;
     struct MPI_ABI_Request *req = p2p_completed_request(HASHI_REQ_SEND, 0);
-    if (!req)
+    if (!req) {
+        if (copy)
+            hashi_request_free(copy);
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
+    }
+    req->send_mode = HASHI_SEND_BUFFERED;
+    req->copy_send = copy;   /* MPI_Cancel withdraws it (none: to MPI_PROC_NULL) */
     *request = req;
     return MPI_SUCCESS;
 }

@@ -83,6 +83,13 @@ struct hashi_p2p_state {
     int64_t yield_ns;           /* oversubscribed: yield this long before sleeping */
     int oversubscribed;
     int tag_ub;
+    /* MPI_Cancel asks the device to withdraw sends (it has cancel_send and
+     * HASHI_CANCEL_SENDS is not none). */
+    int cancel_sends;
+    /* MPI_Isend of a small message the device sends in the call returns the
+     * shared request of completed sends, which names no message, so it
+     * cannot be cancelled (off under HASHI_CANCEL_SENDS=all). */
+    int isend_shared;
     int (*hooks[HASHI_PROGRESS_HOOKS_MAX])(void);
     int hook_count;
     struct hashi_bsend_buffer process_buffer;   /* MPI_Buffer_attach */
@@ -155,6 +162,14 @@ int p2p_start_mrecv(struct MPI_ABI_Request *req, struct hashi_message *msg);
 /* A buffered send of (buf, count, t): copied into the attached buffer and sent. */
 int p2p_bsend(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t,
               int dest, int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle);
+/* The same; with cancel_sends, *copy_send gets a reference to the internal
+ * send of the copy (else NULL), for MPI_Cancel of the program's request. */
+int p2p_bsend_copy(const char *func, const void *buf, MPI_Count count, struct MPI_ABI_Datatype *t, int dest,
+                   int tag, struct MPI_ABI_Comm *comm, MPI_Comm handle, struct MPI_ABI_Request **copy_send);
+/* MPI_Cancel of an active send that has not failed (possibly complete: an
+ * eager send is once its copy is out): the device asks the receiver, and
+ * the request completes (again) with its verdict. Needs cancel_sends. */
+void p2p_cancel_send(struct MPI_ABI_Request *req);
 
 /* A request that is complete from the start (PROC_NULL, buffered sends). */
 struct MPI_ABI_Request *p2p_completed_request(enum hashi_req_kind kind, int proc_null);

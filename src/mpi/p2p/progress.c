@@ -238,6 +238,9 @@ void hashi_p2p_init(void)
      * 2^23 - 1 Hashi promises. */
     hashi_p2p.tag_ub = hashi_device->p2p.tag_ub > HASHI_P2P_DEFAULT_TAG_UB ? hashi_device->p2p.tag_ub
                                                                            : HASHI_P2P_DEFAULT_TAG_UB;
+    const char *cancel = hashi_param_str(HASHI_P_CANCEL_SENDS);
+    hashi_p2p.cancel_sends = hashi_device->p2p.cancel_send && strcmp(cancel, "none") != 0;
+    hashi_p2p.isend_shared = !hashi_p2p.cancel_sends || strcmp(cancel, "all") != 0;
     atomic_init(&hashi_p2p.sends_in_flight, 0);
     p2p_requests_init();
     HASHI_DEBUG(2, "p2p: waits spin %ld idle polls, then %s; tag_ub %d, eager limit %zu",

@@ -67,11 +67,15 @@ struct MPI_ABI_Request *hashi_request_alloc(enum hashi_req_kind kind)
     return req;
 }
 
+static void request_unref(struct MPI_ABI_Request *req);
+
 /* Last reference gone: release what the request holds and pool it. */
 static void request_destroy(struct MPI_ABI_Request *req)
 {
     if (req->on_free)
         req->on_free(req);
+    if (req->copy_send)
+        request_unref(req->copy_send);
     if (req->dev_prepared)   /* set only by a device with pfree */
         hashi_device->p2p.pfree(req);
     if (req->flags & HASHI_REQF_PACK_OWNED)

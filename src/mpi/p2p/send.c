@@ -166,6 +166,47 @@ int hashi_isend_now_internal(const void *buf, MPI_Count count, MPI_Datatype type
     return hashi_isend_internal(buf, count, type, dest, tag, comm, context_id, req);
 }
 
+/* A request the device completed is handed back to it for a cancel:
+ * incomplete again, with an operation reference and, for a device send,
+ * counted in flight (MPI_Finalize waits for the verdict). on_complete ran
+ * at the first completion and does not run again. */
+static void reopen(struct MPI_ABI_Request *req, int device_send)
+{
+    req->on_complete = NULL;
+    hashi_request_retain(req);
+    if (device_send) {
+        req->flags |= HASHI_REQF_DEV_SEND;
+        atomic_fetch_add_explicit(&hashi_p2p.sends_in_flight, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&req->complete, 0, memory_order_relaxed);
+}
+
+/* A buffered send's copy got its verdict: the program's request takes it. */
+static void copy_verdict(struct MPI_ABI_Request *req, struct MPI_ABI_Request *copy)
+{
+    copy->parent = NULL;
+    hashi_status_set_cancelled(&req->status, hashi_status_cancelled(&copy->status));
+    hashi_request_complete(req);
+}
+
+void p2p_cancel_send(struct MPI_ABI_Request *req)
+{
+    struct MPI_ABI_Request *copy = req->copy_send;
+    if (req->send_mode == HASHI_SEND_BUFFERED && !copy)
+        return;   /* buffered to MPI_PROC_NULL: the device never had it */
+    if (copy) {
+        /* Buffered: the program's request completed when the copy was
+         * made; it waits again, for the copy's send. */
+        reopen(req, 0);
+        copy->parent = req;
+        req->on_child_complete = copy_verdict;
+        req = copy;
+    }
+    if (hashi_request_is_complete(req))
+        reopen(req, 1);
+    hashi_device->p2p.cancel_send(req);
+}
+
 /* A blocking send: start, wait, and report the operation's error. */
 static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                          int tag, MPI_Comm comm, enum hashi_send_mode mode)
@@ -212,9 +253,11 @@ static int send_nonblocking(const char *func, const void *buf, MPI_Count count, 
     if (rc != MPI_SUCCESS)
         return rc;
     struct MPI_ABI_Request *req;
-    if (!persistent && send_now_fits(t, count, dest, mode)) {
+    if (!persistent && hashi_p2p.isend_shared && send_now_fits(t, count, dest, mode)) {
         /* Sent in the call: the program gets the shared request of sends
-         * already complete (what an eager send's request would be by its Wait). */
+         * already complete (what an eager send's request would be by its
+         * Wait), which MPI_Cancel cannot withdraw: it names no message
+         * (HASHI_CANCEL_SENDS=all gives each its own request instead). */
         rc = send_now(func, buf, count, t, dest, tag, comm, c);
         if (rc == MPI_SUCCESS) {
             *request = p2p_sent_request();

@@ -552,19 +552,29 @@ int hashi_impl_Cancel(MPI_Request *request)
         break;
     }
     /* Sendrecv's compound requests are not cancelled: they complete normally. */
-    unsigned nothing_to_cancel = HASHI_REQF_PROC_NULL | HASHI_REQF_CANCEL_ASKED | HASHI_REQF_COMPOUND;
-    if (hashi_request_is_complete(req) || (req->flags & nothing_to_cancel))
+    unsigned nothing_to_cancel = HASHI_REQF_PROC_NULL | HASHI_REQF_CANCEL_ASKED | HASHI_REQF_COMPOUND |
+                                 HASHI_REQF_SHARED;
+    if (req->flags & nothing_to_cancel)
         return MPI_SUCCESS;
-    req->flags |= HASHI_REQF_CANCEL_ASKED;
     if (req->kind == HASHI_REQ_RECV || req->kind == HASHI_REQ_PREQ_RECV) {
+        if (hashi_request_is_complete(req))
+            return MPI_SUCCESS;
+        req->flags |= HASHI_REQF_CANCEL_ASKED;
         /* 1: cancelled (the device completes it with the flag); 0: matched
          * already, the receive completes normally. */
         hashi_device->p2p.cancel_recv(req);
-    } else if (hashi_device->p2p.cancel_send) {
-        hashi_device->p2p.cancel_send(req);
+        return MPI_SUCCESS;
     }
-    /* A device that cannot cancel sends lets them complete: Test_cancelled
+    /* A send, even one complete already (an eager message is complete once
+     * its copy is out, but may still wait unmatched at the receiver): the
+     * device asks the receiver, and MPI_Wait returns with its verdict. One
+     * that failed has nothing to withdraw. A device that cannot cancel
+     * sends (or HASHI_CANCEL_SENDS=none) lets them complete: Test_cancelled
      * then says false, which the standard allows. */
+    if (!hashi_p2p.cancel_sends || (hashi_request_is_complete(req) && req->status.MPI_ERROR != MPI_SUCCESS))
+        return MPI_SUCCESS;
+    req->flags |= HASHI_REQF_CANCEL_ASKED;
+    p2p_cancel_send(req);
     return MPI_SUCCESS;
 }
 
@@ -586,8 +596,14 @@ static int start_one(const char *func, MPI_Request *request)
     case HASHI_REQ_PREQ_SEND:
         if (req->send_mode == HASHI_SEND_BUFFERED) {
             /* Copied out at once: the request completes as it starts. */
-            rc = p2p_bsend(func, req->user_buf, req->count, req->type, req->peer, req->tag, req->comm, comm);
+            struct MPI_ABI_Request *copy = NULL;
+            rc = p2p_bsend_copy(func, req->user_buf, req->count, req->type, req->peer, req->tag, req->comm, comm,
+                                &copy);
             if (rc == MPI_SUCCESS) {
+                if (req->copy_send)
+                    hashi_request_free(req->copy_send);   /* the previous start's */
+                req->copy_send = copy;
+                req->flags &= ~(unsigned)HASHI_REQF_CANCEL_ASKED;
                 hashi_status_set_empty(&req->status);
                 atomic_store_explicit(&req->complete, 0, memory_order_relaxed);
                 hashi_request_retain(req);
