@@ -45,6 +45,12 @@
  *                        then makes no MPI call for 1.5 s; rank 1 must have the
  *                        second less than 1 s after the first (a blocking send
  *                        hands a held burst to the network: send_flush)
+ *   pingpong COUNT       ranks 0 and 1 make COUNT round trips of 0 B - 40 KiB,
+ *                        every 10th a pair of Isends answered once; contents
+ *                        and status checked. Prints the fabric_deferred_reposts
+ *                        delta of rank 1 around the loop ("pingpong deferred
+ *                        N": receive buffers reposted at the next pass,
+ *                        HASHI_FABRIC_DEFER_REPOST), -1 without the counter
  *   foreign              rank 1 runs with a foreign process-group id and sends
  *                        to rank 0, which must reject it (the list expects the
  *                        report and a failed job)
@@ -515,6 +521,55 @@ static void mode_sendpair(void)
     }
 }
 
+static void mode_pingpong(int count)
+{
+    static const size_t sizes[] = { 0, 8, 256, 4096, 40000 };
+    const int nsizes = (int)(sizeof sizes / sizeof *sizes);
+    CHECK(size >= 2 && count >= 1, "pingpong needs 2 ranks and a count");
+    unsigned char *a = malloc(40000), *b = malloc(40000);
+    CHECK(a && b, "out of memory");
+    MPI_Status st;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    long long before = rank == 1 ? fabric_counter("fabric_deferred_reposts") : 0;
+    for (int i = 0; rank < 2 && i < count; i++) {
+        size_t n = sizes[i % nsizes];
+        int pair = i % 10 == 9;     /* two arrivals before the answer */
+        if (rank == 0) {
+            fill(a, n, 0, i);
+            if (pair) {
+                MPI_Request rq[2];
+                fill(b, 100, 0, i + 1);
+                CHECK_MPI(MPI_Isend(a, (int)n, MPI_BYTE, 1, i, MPI_COMM_WORLD, &rq[0]));
+                CHECK_MPI(MPI_Isend(b, 100, MPI_BYTE, 1, i + 1, MPI_COMM_WORLD, &rq[1]));
+                CHECK_MPI(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+            } else {
+                CHECK_MPI(MPI_Send(a, (int)n, MPI_BYTE, 1, i, MPI_COMM_WORLD));
+            }
+            memset(a, 0, n);
+            CHECK_MPI(MPI_Recv(a, 40000, MPI_BYTE, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            check_status(&st, 1, i, n);
+            verify(a, n, 1, i, "pingpong (answer)");
+        } else {
+            CHECK_MPI(MPI_Recv(a, 40000, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            check_status(&st, 0, i, n);
+            verify(a, n, 0, i, "pingpong");
+            if (pair) {
+                CHECK_MPI(MPI_Recv(b, 40000, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+                check_status(&st, 0, i + 1, 100);
+                verify(b, 100, 0, i + 1, "pingpong (second of a pair)");
+            }
+            fill(a, n, 1, i);
+            CHECK_MPI(MPI_Send(a, (int)n, MPI_BYTE, 0, i, MPI_COMM_WORLD));
+        }
+    }
+    if (rank == 1) {
+        long long after = fabric_counter("fabric_deferred_reposts");
+        printf("pingpong deferred %lld\n", before < 0 ? -1 : after - before);
+    }
+    free(a);
+    free(b);
+}
+
 static void mode_foreign(void)
 {
     int v = 42;
@@ -569,6 +624,9 @@ int main(int argc, char **argv)
         mode_burst(atoi(argv[2]));
     } else if (strcmp(mode, "sendpair") == 0) {
         mode_sendpair();
+    } else if (strcmp(mode, "pingpong") == 0) {
+        CHECK(argc == 3, "pingpong COUNT");
+        mode_pingpong(atoi(argv[2]));
     } else if (strcmp(mode, "foreign") == 0) {
         mode_foreign();
     } else {

@@ -115,13 +115,19 @@ static struct {
     size_t coalesce_max;            /* 0: off */
     size_t batch_cap;               /* bytes of a batch after its fab_hdr */
     int64_t burst_ns;               /* HASHI_FABRIC_BURST_US: at most this long after the block before */
-    int64_t alloc_ns;               /* when the block being written was allocated */
+    int64_t alloc_ns;               /* when the block being written was allocated (0: not read) */
     uint64_t pass;                  /* progress epoch: each fab_progress and flush moves it */
     int *batch_list;                /* peers with an open batch */
     size_t batch_count;
     int in_batch;                   /* delivering a batch's blocks: later arrivals wait (parked) */
     struct fab_rbuf *busy;          /* a handler is reading a message in this buffer */
     int busy_released;              /* ... which the provider handed back meanwhile */
+    /* Single receive buffers (tagged on tcp): the last one a handler
+     * finished with, reposted at the start of the next pass rather than
+     * between a message's delivery and the reply it completes
+     * (HASHI_FABRIC_DEFER_REPOST; one spare buffer covers it). */
+    int defer_repost;
+    struct fab_rbuf *deferred;
     struct fab_mem *bell_mem;
     _Alignas(64) unsigned char bell[64];    /* zero-length writes name it; nothing lands */
     unsigned char *scratch;                 /* realigns a message the provider placed off 8 */
@@ -501,6 +507,7 @@ static inline ssize_t cq_read(void)
 
 /* A receive buffer finished with by the device (or copied): post it again. */
 static void rbuf_recycle(struct fab_op *op);
+static void rbuf_defer(struct fab_rbuf *r);
 static int retry(struct fab_queue *q);
 
 /*
@@ -561,7 +568,9 @@ static void completion(const struct fi_cq_data_entry *e, int handle)
             res.busy_released = 0;
             released = 1;
         }
-        if (released)
+        if (released && handle && res.defer_repost)
+            rbuf_defer(r);
+        else if (released)
             rbuf_recycle(op);
         break;
     }
@@ -746,6 +755,29 @@ static void rbuf_recycle(struct fab_op *op)
     int rc = fab_submit(op);
     if (rc)
         warn("posting a receive buffer", rc);
+}
+
+/* The deferred buffer back to the provider (the next pass, or a newer one deferred). */
+static void repost_deferred(void)
+{
+    struct fab_rbuf *r = res.deferred;
+    res.deferred = NULL;
+    rbuf_recycle(&r->op);
+}
+
+/*
+ * A handled message's buffer is reposted later: its handler may have
+ * completed the receive a program waits for, whose reply (a ping-pong's
+ * send) then leaves before the provider's receive posting (about 300
+ * instructions of ofi_rxm on tcp). Only one waits at a time: a second
+ * reposts the first, so a burst's buffers cycle as before.
+ */
+static void rbuf_defer(struct fab_rbuf *r)
+{
+    if (res.deferred)
+        repost_deferred();
+    res.deferred = r;
+    fab.deferred_reposts++;
 }
 
 static int retry(struct fab_queue *q)
@@ -1024,15 +1056,20 @@ static void *fab_block_alloc(int peer, size_t len, int *rc)
     if (p->batch_alloc)
         return p->batch->msg + sizeof(struct fab_hdr) + p->batch_len + FAB_ENTRY_HDR;
     if (!p->open) {
-        /* One clock read per block: a send that follows an old one (sent
-         * in MPI_Init, or before a computation) is no burst, and leaves now. */
-        if (res.coalesce_max)
+        /* A block in the same pass as the one before it reads the clock: a
+         * send that follows an old one (sent in MPI_Init, or before a
+         * computation) is no burst, and leaves now. Any other block (a
+         * ping-pong's every one) is no burst anyway: its kick reads the
+         * clock after the send, off the message's way. */
+        res.alloc_ns = 0;
+        if (len <= res.coalesce_max && p->last_pass == res.pass) {
             res.alloc_ns = hashi_now_ns();
-        if (len <= res.coalesce_max && p->last_pass == res.pass && res.alloc_ns - p->last_kick_ns < res.burst_ns) {
-            void *at = batch_alloc(peer, len);
-            if (!at)
-                *rc = -EAGAIN;
-            return at;
+            if (res.alloc_ns - p->last_kick_ns < res.burst_ns) {
+                void *at = batch_alloc(peer, len);
+                if (!at)
+                    *rc = -EAGAIN;
+                return at;
+            }
         }
         fab_batch_before(peer);     /* a larger block: the batch goes first */
         if (!(p->open = block_slot(peer))) {
@@ -1070,6 +1107,8 @@ static void fab_block_kick(int peer, size_t len)
     s->op.peer = peer;
     slot_pad(s, len);
     send_slot(s);
+    if (!res.alloc_ns && res.coalesce_max)
+        p->last_kick_ns = hashi_now_ns();
 }
 
 /*
@@ -1165,6 +1204,8 @@ static int fab_progress(void)
     if (!fab.ep)
         return 0;
     pass_end();     /* held blocks leave before we look for their answers */
+    if (res.deferred)
+        repost_deferred();
     /* The idle pass, the one a waiting rank repeats: one CQ read and no
      * other work when nothing of ours waits (the provider's progress inside
      * fi_cq_read, a poll(2) on tcp, is the cost that remains). */
@@ -1375,9 +1416,10 @@ static int post_receives(char *err, size_t errlen)
         count = (share + per - 1) / per + 2;
     } else {
         /* One more than the credits: a message is credited back before its
-         * handler returns, and its buffer is reposted only then. */
+         * handler returns, and its buffer is reposted only then; one more
+         * for the buffer whose repost waits for the next pass. */
         size = fab.max_msg;
-        count = share + 1;
+        count = share + 1 + (size_t)res.defer_repost;
     }
     res.nrbufs = count;
     res.rbufs = calloc(count, sizeof *res.rbufs);
@@ -1498,6 +1540,7 @@ static const struct hashi_pvar fab_pvars[] = {
     FAB_PVAR(cq_empty_reads, "completion-queue reads that found nothing"),
     FAB_PVAR(batches, "messages that carried the blocks of a burst after its first (HASHI_FABRIC_COALESCE)"),
     FAB_PVAR(batched, "blocks sent in those messages"),
+    FAB_PVAR(deferred_reposts, "receive buffers reposted at the next progress pass, after the reply to their message (HASHI_FABRIC_DEFER_REPOST)"),
 };
 #undef FAB_PVAR
 
@@ -1553,6 +1596,7 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
         return -1;
     struct fi_info *info = fab.info;
     fab.inject_size = info->tx_attr->inject_size;
+    res.defer_repost = !res.multi_recv && hashi_param_int(HASHI_P_FABRIC_DEFER_REPOST);
     int mode = info->domain_attr->mr_mode;
     fab.mr_local = (mode & FI_MR_LOCAL) || hashi_param_int(HASHI_P_FABRIC_MR_LOCAL);
     fab.mr_virt_addr = (mode & FI_MR_VIRT_ADDR) != 0;

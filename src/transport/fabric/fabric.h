@@ -177,6 +177,7 @@ struct fab_state {
     uint64_t credit_writes;         /* credits returned by a write of their own (not piggy-backed) */
     uint64_t batches, batched;      /* coalesced messages sent, blocks they carried */
     uint64_t cq_reads, cq_empty_reads;  /* CQ reads, those that found it empty */
+    uint64_t deferred_reposts;      /* receive buffers reposted a pass late (HASHI_FABRIC_DEFER_REPOST) */
 };
 extern struct fab_state fab;
 
