@@ -1,0 +1,160 @@
+/*
+ * Moving bytes between origin and target: the one place that does it, over
+ * the internal point-to-point on the window's private context pair. A
+ * request message (header, segments, data) goes to the target's posted
+ * receives (context_id, tag 0); a reply (data of a get, an acknowledgement,
+ * a lock grant) comes back on context_id + 1 under a tag the origin chose
+ * and posted a receive for before sending the request. A device with RMA
+ * entries (registered windows, PUSH / PULL) would take over here:
+ * docs/device-interface.md, "RMA".
+ */
+#include "mpi/rma/rma.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sending ---- */
+
+static void free_extra(struct MPI_ABI_Request *req)
+{
+    free(req->extra);
+    req->extra = NULL;
+}
+
+/* Send msg (ours, malloc'd) and forget it: freed once the device is done. */
+static int send_owned(struct rma_win *w, int dest, uint32_t context, int tag, void *msg, size_t len)
+{
+    struct MPI_ABI_Request *req = NULL;
+    int rc = hashi_isend_now_internal(msg, (MPI_Count)len, MPI_BYTE, dest, tag, w->comm, context, &req);
+    if (rc != MPI_SUCCESS || !req) {
+        free(msg);   /* failed, or the device sent (or copied) it in the call */
+        return rc;
+    }
+    if (hashi_request_is_complete(req) || req->on_complete) {
+        /* Complete already; or (never for bytes) the layer's own hook: wait. */
+        if (!hashi_request_is_complete(req))
+            hashi_progress_wait(req);
+        free(msg);
+    } else {
+        req->extra = msg;
+        req->on_complete = free_extra;
+    }
+    hashi_request_free(req);
+    return MPI_SUCCESS;
+}
+
+int rma_send_request(struct rma_win *w, int target, void *msg, size_t len)
+{
+    w->touched[target] = 1;
+    return send_owned(w, target, w->comm->context_id, 0, msg, len);
+}
+
+int rma_send_reply(struct rma_win *w, int origin, int tag, const void *data, size_t len)
+{
+    void *copy = malloc(len ? len : 1);
+    if (!copy)
+        return MPI_ERR_NO_MEM;
+    if (len)
+        memcpy(copy, data, len);
+    return send_owned(w, origin, w->comm->context_id + 1, tag, copy, len);
+}
+
+/* ---- replies ---- */
+
+struct reply {
+    struct rma_win *w;
+    int target;
+    rma_reply_fn *done;
+    void *arg;
+    int32_t status;          /* a control reply: the target's error class */
+};
+
+static void reply_arrived(struct MPI_ABI_Request *req)
+{
+    struct reply *r = req->extra;
+    int err = req->status.MPI_ERROR;
+    r->w->pending[r->target]--;
+    if (r->done)
+        r->done(r->arg, err);
+    else if (err == MPI_SUCCESS)
+        err = r->status;
+    if (err != MPI_SUCCESS && r->w->error == MPI_SUCCESS)
+        r->w->error = err;
+    free(r);
+    req->extra = NULL;
+}
+
+static int next_tag(struct rma_win *w)
+{
+    if (++w->reply_tag > hashi_p2p_tag_ub() || w->reply_tag < RMA_TAG_FIRST)
+        w->reply_tag = RMA_TAG_FIRST;
+    return w->reply_tag;
+}
+
+int rma_expect_reply(struct rma_win *w, int target, void *buf, size_t bytes, rma_reply_fn *done, void *arg,
+                     int *tag)
+{
+    struct reply *r = malloc(sizeof *r);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    *r = (struct reply){ w, target, done, arg, MPI_SUCCESS };
+    if (!buf) {
+        buf = &r->status;
+        bytes = sizeof r->status;
+    }
+    *tag = next_tag(w);
+    struct MPI_ABI_Request *req;
+    int rc = hashi_irecv_internal(buf, (MPI_Count)bytes, MPI_BYTE, target, *tag, w->comm, w->comm->context_id + 1,
+                                  &req);
+    if (rc != MPI_SUCCESS) {
+        free(r);
+        return rc;
+    }
+    /* Nothing can match before the request goes out, and a byte receive
+     * has no completion step of the layer's own. */
+    req->extra = r;
+    req->on_complete = reply_arrived;
+    w->pending[target]++;
+    hashi_request_free(req);
+    return MPI_SUCCESS;
+}
+
+int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type)
+{
+    struct rma_hdr *h = calloc(1, sizeof *h);
+    if (!h)
+        return MPI_ERR_NO_MEM;
+    h->kind = (uint8_t)kind;
+    h->lock_type = lock_type;
+    int rc = rma_expect_reply(w, target, NULL, 0, NULL, NULL, &h->reply_tag);
+    if (rc != MPI_SUCCESS) {
+        free(h);
+        return rc;
+    }
+    rc = send_owned(w, target, w->comm->context_id, 0, h, sizeof *h);
+    /* (a failed send leaves its reply counted: the window is unusable then) */
+    return rc;
+}
+
+struct wait_arg {
+    const struct rma_win *w;
+    int target;
+};
+
+static int replies_in(void *arg)
+{
+    const struct wait_arg *a = arg;
+    if (a->target >= 0)
+        return a->w->pending[a->target] == 0;
+    for (int r = 0; r < a->w->size; r++)
+        if (a->w->pending[r])
+            return 0;
+    return 1;
+}
+
+void rma_wait_replies(struct rma_win *w, int target)
+{
+    struct wait_arg a = { w, target };
+    if (!replies_in(&a))
+        hashi_progress_wait_until(replies_in, &a);
+}
