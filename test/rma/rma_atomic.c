@@ -147,7 +147,7 @@ static int cmp_long(const void *a, const void *b)
 /* A counter at rank 0: fetch-and-add from everyone; then CAS spinlock. */
 static void counters(void)
 {
-    enum { K = 150, L = 40 };
+    enum { K = 60, L = 15 };
     long *mem;
     MPI_Win win;
     CHECK_MPI(MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
