@@ -358,8 +358,10 @@ int hashi_impl_Win_post(MPI_Group group, int assert, MPI_Win win)
     if (rc == MPI_SUCCESS) {
         w->completes = 0;
         w->post_expected = n;
-        /* Tell each origin its accesses may start (Win_start waits for it). */
-        for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++)
+        /* Tell each origin its accesses may start (Win_start waits for it);
+         * with NOCHECK the matching starts carry it too and wait for nothing
+         * (MPI 4.1 sec. 12.5.5), so no notice may be left unmatched. */
+        for (int r = 0; r < w->size && rc == MPI_SUCCESS && !(assert & MPI_MODE_NOCHECK); r++)
             if (origins[r])
                 rc = rma_send_reply(w, r, RMA_TAG_POST, NULL, 0);
         if (rc != MPI_SUCCESS)
