@@ -409,6 +409,45 @@ static void objects(void)
     CHECK_MPI(MPI_Win_free_keyval(&keyval));
 }
 
+/* Windows on MPI_COMM_SELF and on a communicator whose ranks run backwards
+ * (window ranks are the communicator's, PSCW groups are translated). */
+static void other_comms(void)
+{
+    int one = 0, v = 5;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(&one, sizeof one, sizeof one, MPI_INFO_NULL, MPI_COMM_SELF, &win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    CHECK(one == 5, "a put on MPI_COMM_SELF's window: %d", one);
+    CHECK_MPI(MPI_Win_free(&win));
+
+    MPI_Comm back;
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &back));
+    int br, *mem;
+    MPI_Comm_rank(back, &br);
+    CHECK_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, back, &mem, &win));
+    *mem = -1;
+    MPI_Group bg, g0;
+    CHECK_MPI(MPI_Comm_group(back, &bg));
+    int zero = 0;
+    CHECK_MPI(MPI_Group_incl(bg, 1, &zero, &g0));   /* window rank 0: world rank size - 1 */
+    MPI_Barrier(back);
+    if (br == 0)
+        CHECK_MPI(MPI_Win_post(bg, 0, win));
+    CHECK_MPI(MPI_Win_start(g0, 0, win));
+    CHECK_MPI(MPI_Accumulate(&rank, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_MAX, win));
+    CHECK_MPI(MPI_Win_complete(win));
+    if (br == 0) {
+        CHECK_MPI(MPI_Win_wait(win));
+        CHECK(*mem == size - 1, "MAX over a reordered communicator's window: %d", *mem);
+    }
+    MPI_Group_free(&bg);
+    MPI_Group_free(&g0);
+    CHECK_MPI(MPI_Win_free(&win));
+    MPI_Comm_free(&back);
+}
+
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
@@ -425,6 +464,7 @@ int main(int argc, char **argv)
     requests();
     dynamic();
     objects();
+    other_comms();
     printf("rank %d of %d ok\n", rank, size);
     CHECK_MPI(MPI_Finalize());
     return 0;
