@@ -20,11 +20,12 @@
 
 #define WINDOW 64
 
-static int iterations(size_t bytes)
+/* As p2p_bench: 2000 round trips, or 200 windows, fewer for large sizes. */
+static int iterations(size_t bytes, int base)
 {
-    if (bytes >= (1u << 20)) return 20;
-    if (bytes >= (1u << 16)) return 200;
-    return 2000;
+    if (bytes >= (1u << 20)) return base / 20 > 10 ? base / 20 : 10;
+    if (bytes >= (1u << 16)) return base / 5;
+    return base;
 }
 
 int main(int argc, char **argv)
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
         printf("# %s\n# %-10s %12s\n", mode, "Size", bw ? "MB/s" : "Latency(us)");
     MPI_Win_lock_all(0, win);
     for (size_t bytes = acc || fop ? sizeof(double) : 1; bytes <= max; bytes *= 2) {
-        int iters = iterations(bytes), warm = iters / 10 + 1;
+        int iters = iterations(bytes, bw ? 200 : 2000), warm = iters / 10 + 1;
         double t0 = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
