@@ -11,12 +11,16 @@
  *    value distinct and the final value their number; NO_OP reads, REPLACE
  *    swaps; MPI_Rget_accumulate;
  *  - an MPI_Compare_and_swap spinlock protecting a non-atomic get-add-put;
+ *  - under MPI_THREAD_MULTIPLE, two threads per rank fetch-and-add the same
+ *    counter at once, each flushing its own operations (the window's state
+ *    is kept under the thread layer's lock);
  *  - MPI_Win_allocate_shared on the node's ranks: direct loads and stores
  *    to the neighbours' memory (MPI_Win_shared_query), ordered with
  *    MPI_Win_sync and barriers; and MPI_Put into it seen by direct loads.
  */
 #include "../util/check.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -222,6 +226,48 @@ static void counters(void)
     CHECK_MPI(MPI_Win_free(&win));
 }
 
+/* Two threads per rank on one window (MPI_THREAD_MULTIPLE). */
+enum { T_ROUNDS = 30 };
+static MPI_Win thread_win;
+static long thread_got[2][T_ROUNDS];
+
+static void *thread_body(void *arg)
+{
+    long *got = arg, one = 1;
+    for (int k = 0; k < T_ROUNDS; k++) {
+        CHECK_MPI(MPI_Fetch_and_op(&one, &got[k], MPI_LONG, 0, 0, MPI_SUM, thread_win));
+        CHECK_MPI(MPI_Win_flush(0, thread_win));
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    long *mem;
+    CHECK_MPI(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &thread_win));
+    *mem = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock_all(0, thread_win));
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, thread_body, thread_got[i]) == 0, "pthread_create");
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CHECK_MPI(MPI_Win_unlock_all(thread_win));
+    long *all = rank == 0 ? malloc((size_t)size * 2 * T_ROUNDS * sizeof(long)) : NULL;
+    CHECK_MPI(MPI_Gather(thread_got, 2 * T_ROUNDS, MPI_LONG, all, 2 * T_ROUNDS, MPI_LONG, 0, MPI_COMM_WORLD));
+    if (rank == 0) {
+        long n = (long)size * 2 * T_ROUNDS;
+        CHECK(*mem == n, "threads: the counter is %ld, expected %ld", *mem, n);
+        qsort(all, (size_t)n, sizeof(long), cmp_long);
+        for (long i = 0; i < n; i++)
+            CHECK(all[i] == i, "threads: fetched values are not 0..%ld each once (position %ld: %ld)", n - 1, i,
+                  all[i]);
+        free(all);
+    }
+    CHECK_MPI(MPI_Win_free(&thread_win));
+}
+
 /* Shared memory among the ranks of each node. */
 static void shared(void)
 {
@@ -286,11 +332,14 @@ static void shared(void)
 
 int main(int argc, char **argv)
 {
-    CHECK_MPI(MPI_Init(&argc, &argv));
+    int provided;
+    CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE is not provided (%d)", provided);
     accumulate();
     counters();
+    threads();
     shared();
     printf("rank %d of %d ok\n", rank, size);
     CHECK_MPI(MPI_Finalize());
