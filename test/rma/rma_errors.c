@@ -146,6 +146,12 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
     CHECK_MPI(MPI_Put(buf, 8, MPI_INT, right, raddr, 8, MPI_INT, win));   /* 8 ints into 4 */
     CHECK_ERR(MPI_Win_flush(right, win), MPI_ERR_RMA_RANGE, "MPI_Win_flush");
+    /* The same for a put large enough to travel as a message of its own. */
+    char *large = calloc(1, 100000);
+    CHECK(large, "out of memory");
+    CHECK_MPI(MPI_Put(large, 100000, MPI_CHAR, right, raddr, 100000, MPI_CHAR, win));
+    CHECK_ERR(MPI_Win_flush(right, win), MPI_ERR_RMA_RANGE, "MPI_Win_flush");
+    free(large);
     CHECK_MPI(MPI_Put(buf, 2, MPI_INT, right, raddr, 2, MPI_INT, win));   /* fine again */
     CHECK_MPI(MPI_Win_unlock(right, win));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));

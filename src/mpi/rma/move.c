@@ -59,6 +59,16 @@ int rma_send_reply(struct rma_win *w, int origin, int tag, const void *data, siz
     return send_owned(w, origin, w->comm->context_id + 1, tag, copy, len);
 }
 
+int rma_send_reply_inplace(struct rma_win *w, int origin, int tag, const void *data, size_t len)
+{
+    struct MPI_ABI_Request *req;
+    int rc = hashi_isend_internal(data, (MPI_Count)len, MPI_BYTE, origin, tag, w->comm, w->comm->context_id + 1,
+                                  &req);
+    if (rc == MPI_SUCCESS)
+        hashi_request_free(req);   /* the device holds it until sent */
+    return rc;
+}
+
 /* ---- replies ---- */
 
 struct reply {
@@ -86,7 +96,8 @@ static void reply_arrived(struct MPI_ABI_Request *req)
 
 static int next_tag(struct rma_win *w)
 {
-    if (++w->reply_tag > hashi_p2p_tag_ub() || w->reply_tag < RMA_TAG_FIRST)
+    int top = hashi_p2p_tag_ub() < RMA_TAG_DATA ? hashi_p2p_tag_ub() / 2 : RMA_TAG_DATA - 1;
+    if (++w->reply_tag > top || w->reply_tag < RMA_TAG_FIRST)
         w->reply_tag = RMA_TAG_FIRST;
     return w->reply_tag;
 }
@@ -134,6 +145,69 @@ int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type
     rc = send_owned(w, target, w->comm->context_id, 0, h, sizeof *h);
     /* (a failed send leaves its reply counted: the window is unusable then) */
     return rc;
+}
+
+/* ---- direct puts ---- */
+
+struct direct_send {
+    struct rma_win *w;
+    int target;
+    void *owned;                     /* a packed copy, or NULL */
+    struct MPI_ABI_Request *ureq;    /* MPI_Rput's, or NULL */
+};
+
+static void direct_sent(struct MPI_ABI_Request *req)
+{
+    struct direct_send *d = req->extra;
+    d->w->pending[d->target]--;
+    if (req->status.MPI_ERROR != MPI_SUCCESS && d->w->error == MPI_SUCCESS)
+        d->w->error = req->status.MPI_ERROR;
+    if (d->ureq) {
+        d->ureq->status.MPI_ERROR = req->status.MPI_ERROR;
+        hashi_request_complete(d->ureq);
+    }
+    free(d->owned);
+    free(d);
+    req->extra = NULL;
+}
+
+int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
+                   struct MPI_ABI_Request *ureq)
+{
+    struct direct_send *d = malloc(sizeof *d);
+    unsigned char *msg = malloc(sizeof(struct rma_hdr) + sizeof(struct rma_seg));
+    if (!d || !msg) {
+        free(d);
+        free(msg);
+        return MPI_ERR_NO_MEM;
+    }
+    int top = hashi_p2p_tag_ub();
+    if (++w->data_tag > top || w->data_tag < RMA_TAG_DATA)
+        w->data_tag = top >= RMA_TAG_DATA ? RMA_TAG_DATA : top / 2 + 1;
+    struct rma_hdr *h = (void *)msg;
+    *h = (struct rma_hdr){ .kind = RMA_PUT_DIRECT, .reply_tag = w->data_tag, .basic = (int32_t)(intptr_t)MPI_BYTE,
+                           .nseg = 1, .data_bytes = bytes };
+    *(struct rma_seg *)(h + 1) = (struct rma_seg){ disp, (int64_t)bytes };
+    int rc = rma_send_request(w, target, msg, sizeof *h + sizeof(struct rma_seg));
+    struct MPI_ABI_Request *req = NULL;
+    if (rc == MPI_SUCCESS)
+        rc = hashi_isend_internal(data, (MPI_Count)bytes, MPI_BYTE, target, w->data_tag, w->comm,
+                                  w->comm->context_id + 1, &req);
+    if (rc != MPI_SUCCESS) {
+        free(d);
+        return rc;
+    }
+    *d = (struct direct_send){ w, target, owned ? (void *)(uintptr_t)data : NULL, ureq };
+    w->pending[target]++;
+    if (hashi_request_is_complete(req)) {
+        req->extra = d;
+        direct_sent(req);
+    } else {
+        req->extra = d;
+        req->on_complete = direct_sent;
+    }
+    hashi_request_free(req);
+    return MPI_SUCCESS;
 }
 
 struct wait_arg {

@@ -383,9 +383,13 @@ static int rma_op(const struct op_args *a)
     byte_runs(&x.segs, at, a->tcount, tt);
     if (!x.segs.failed && basic != MPI_BYTE)
         to_elements(&x.segs, bt);
+    /* One large run at the target: the data goes as a message of its own,
+     * received in place; a contiguous origin sends from the buffer itself,
+     * which is then in use until the operation completes locally. */
+    int direct = a->kind == RMA_PUT && !x.segs.failed && x.segs.n == 1 && tbytes >= RMA_DIRECT_MIN;
     struct MPI_ABI_Request *ureq = NULL;
     if (!x.segs.failed && a->request)
-        ureq = new_request(!receives);
+        ureq = new_request(!receives && !direct);
     if (x.segs.failed || (a->request && !ureq)) {
         free(x.segs.v);
         return hashi_err_win(func, win, MPI_ERR_NO_MEM, "out of memory");
@@ -413,7 +417,25 @@ static int rma_op(const struct op_args *a)
         x.g = g;
         x.result = g->stage ? g->stage : (char *)a->raddr + rt->true_lb;
     }
-    if (a->kind == RMA_CAS) {
+    if (direct) {
+        const void *data = (const char *)a->oaddr + ot->true_lb;
+        void *copy = NULL;
+        if (!hashi_type_is_contig_count(ot, a->ocount)) {
+            data = copy = malloc((size_t)tbytes);
+            if (copy)
+                hashi_type_pack(a->oaddr, a->ocount, ot, 0, copy, (size_t)tbytes);
+        }
+        rc = data ? rma_put_direct(w, a->target, x.segs.v[0].disp, data, (size_t)tbytes, copy != NULL, ureq)
+                  : MPI_ERR_NO_MEM;
+        if (rc != MPI_SUCCESS) {
+            free(copy);
+            if (ureq) {
+                hashi_request_complete(ureq);
+                hashi_request_free(ureq);
+                ureq = NULL;
+            }
+        }
+    } else if (a->kind == RMA_CAS) {
         /* One element: the new value, then the one to compare with. */
         size_t size = (size_t)bt->size;
         unsigned char *msg = malloc(sizeof(struct rma_hdr) + sizeof(struct rma_seg) + 2 * size);

@@ -42,6 +42,12 @@
  * handed out by the origin per reply. */
 #define RMA_TAG_POST 1
 #define RMA_TAG_FIRST 2
+/* Data of direct puts travels on the reply context too, under tags of the
+ * origin's from RMA_TAG_DATA up: never one a reply could have. */
+#define RMA_TAG_DATA (1 << 22)
+/* A put of at least this many bytes into one run of the target window goes
+ * as a header and a message of its own, received in place (no copies). */
+#define RMA_DIRECT_MIN (32 * 1024)
 
 enum rma_kind {
     RMA_PUT = 1,     /* data -> segments */
@@ -53,6 +59,7 @@ enum rma_kind {
     RMA_LOCK,        /* reply once the lock is granted */
     RMA_UNLOCK,      /* release, reply (error) */
     RMA_COMPLETE,    /* MPI_Win_complete: counts for MPI_Win_wait, reply (error) */
+    RMA_PUT_DIRECT,  /* one segment; its data follows as a message of its own (tag reply_tag) */
 };
 
 /* Every request message starts with this; both ends run the same binary. */
@@ -94,6 +101,12 @@ struct rma_lock_waiter {
     int origin, type, reply_tag;
 };
 
+/* A FLUSH, UNLOCK or COMPLETE held back until an origin's direct puts are in. */
+struct rma_deferred {
+    struct rma_deferred *next;
+    int origin, kind, reply_tag;
+};
+
 /* A posted request receive. */
 struct rma_slot {
     struct MPI_ABI_Request *req;
@@ -127,6 +140,8 @@ struct rma_win {
     int lock_shared;                /* shared holders */
     struct rma_lock_waiter *lock_queue, **lock_tail;
     int completes;                  /* MPI_Win_complete notices in this exposure epoch */
+    int *direct_pending;            /* per origin: direct put data not in yet */
+    struct rma_deferred *deferred, **deferred_tail;
     int post_expected;              /* MPI_Win_post's group size; -1: not posted */
 
     /* ---- origin side (ops.c, sync.c) ---- */
@@ -139,6 +154,7 @@ struct rma_win {
     unsigned char *touched;         /* per target: operations since its last completion */
     int *pending;                   /* per target: replies not in yet */
     int reply_tag;                  /* the last reply tag handed out */
+    int data_tag;                   /* the last direct put data tag */
     int error;                      /* first failure a target reported, raised by the next sync call */
 };
 
@@ -171,9 +187,18 @@ int rma_expect_reply(struct rma_win *w, int target, void *buf, size_t bytes, rma
 int rma_send_request(struct rma_win *w, int target, void *msg, size_t len);
 /* Send a reply (copied) on the reply context. */
 int rma_send_reply(struct rma_win *w, int origin, int tag, const void *data, size_t len);
+/* The same straight from window memory (a large get of one run): the origin
+ * completes the get only once it has it all, before the window can go. */
+int rma_send_reply_inplace(struct rma_win *w, int origin, int tag, const void *data, size_t len);
 /* A control request (FLUSH, LOCK, UNLOCK, COMPLETE) whose reply is an error
  * class, folded into w->error. */
 int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type);
+/* A direct put: header to target's requests, then `bytes` at data (ours to
+ * free once sent when owned, else the program's, which it keeps until the
+ * operation completes locally); ureq (or NULL) completes when it is sent.
+ * Counts in w->pending[target] until then. */
+int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
+                   struct MPI_ABI_Request *ureq);
 /* Drive progress until no reply from target (-1: any) is outstanding. */
 void rma_wait_replies(struct rma_win *w, int target);
 

@@ -45,6 +45,9 @@ int rma_target_start(struct rma_win *w)
             return rc;
     }
     w->lock_tail = &w->lock_queue;
+    w->deferred_tail = &w->deferred;
+    if (!(w->direct_pending = calloc((size_t)w->size, sizeof *w->direct_pending)))
+        return MPI_ERR_NO_MEM;
     w->next = svc.wins;
     svc.wins = w;
     if (!svc.hooked && hashi_progress_register(serve) == 0)
@@ -70,6 +73,13 @@ void rma_target_stop(struct rma_win *w)
         free(q);
     }
     w->lock_queue = NULL;
+    for (struct rma_deferred *q = w->deferred, *next; q; q = next) {
+        next = q->next;
+        free(q);
+    }
+    w->deferred = NULL;
+    free(w->direct_pending);
+    w->direct_pending = NULL;
     for (struct rma_win **p = &svc.wins; *p; p = &(*p)->next)
         if (*p == w) {
             *p = w->next;
@@ -229,6 +239,108 @@ static void apply_data(struct rma_win *w, int origin, const struct rma_hdr *h, c
     }
 }
 
+/* ---- direct puts: the data lands in place, completion waits for it ---- */
+
+struct direct_recv {
+    struct rma_win *w;
+    int origin;
+    void *scratch;          /* where data outside the window is dropped, or NULL */
+};
+
+static void direct_arrived(struct MPI_ABI_Request *req)
+{
+    struct direct_recv *d = req->extra;
+    d->w->direct_pending[d->origin]--;
+    if (req->status.MPI_ERROR != MPI_SUCCESS)
+        fail(d->w, d->origin, req->status.MPI_ERROR);
+    free(d->scratch);
+    free(d);
+    req->extra = NULL;
+}
+
+static void put_direct(struct rma_win *w, int origin, const struct rma_hdr *h, const struct rma_seg *segs)
+{
+    size_t bytes = (size_t)h->data_bytes;
+    char *at = h->nseg == 1 ? target_addr(w, segs[0].disp, bytes) : NULL;
+    struct direct_recv *d = malloc(sizeof *d);
+    void *scratch = NULL;
+    if (!at) {
+        /* Still received (the origin sends it anyway), into scratch. */
+        fail(w, origin, MPI_ERR_RMA_RANGE);
+        at = scratch = malloc(bytes ? bytes : 1);
+    }
+    struct MPI_ABI_Request *req;
+    int rc = d && at ? hashi_irecv_internal(at, (MPI_Count)bytes, MPI_BYTE, origin, h->reply_tag, w->comm,
+                                            w->comm->context_id + 1, &req)
+                     : MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS) {
+        fail(w, origin, rc);
+        free(d);
+        free(scratch);
+        return;
+    }
+    *d = (struct direct_recv){ w, origin, scratch };
+    w->direct_pending[origin]++;
+    req->extra = d;
+    if (hashi_request_is_complete(req))
+        direct_arrived(req);   /* the data was in already */
+    else
+        req->on_complete = direct_arrived;
+    hashi_request_free(req);
+}
+
+static void control_now(struct rma_win *w, int origin, int kind, int tag)
+{
+    if (kind == RMA_UNLOCK)
+        lock_release(w);
+    else if (kind == RMA_COMPLETE)
+        w->completes++;
+    reply_status(w, origin, tag);
+}
+
+/* Answer what waited for direct puts that are in now, in arrival order. */
+static int run_deferred(struct rma_win *w)
+{
+    int n = 0;
+    for (struct rma_deferred **p = &w->deferred; *p;) {
+        struct rma_deferred *q = *p;
+        if (w->direct_pending[q->origin] > 0) {
+            p = &q->next;
+            continue;
+        }
+        *p = q->next;
+        if (!*p)
+            w->deferred_tail = p;
+        control_now(w, q->origin, q->kind, q->reply_tag);
+        free(q);
+        n++;
+    }
+    return n;
+}
+
+/* FLUSH, UNLOCK, COMPLETE: everything the origin sent before is applied,
+ * except direct puts whose data is still on its way: wait for those. */
+static void control(struct rma_win *w, int origin, int kind, int tag)
+{
+    run_deferred(w);
+    int waits = w->direct_pending[origin] > 0;
+    for (struct rma_deferred *q = w->deferred; q && !waits; q = q->next)
+        waits = q->origin == origin;
+    if (!waits) {
+        control_now(w, origin, kind, tag);
+        return;
+    }
+    struct rma_deferred *q = malloc(sizeof *q);
+    if (!q) {
+        fail(w, origin, MPI_ERR_NO_MEM);
+        control_now(w, origin, kind, tag);
+        return;
+    }
+    *q = (struct rma_deferred){ NULL, origin, kind, tag };
+    *w->deferred_tail = q;
+    w->deferred_tail = &q->next;
+}
+
 static void apply(struct rma_win *w, int origin, const unsigned char *msg, size_t len)
 {
     const struct rma_hdr *h = (const void *)msg;
@@ -246,6 +358,14 @@ static void apply(struct rma_win *w, int origin, const unsigned char *msg, size_
         return;
     case RMA_GET:
     case RMA_GACC:
+        if (h->kind == RMA_GET && h->nseg == 1 && h->basic == (int32_t)(intptr_t)MPI_BYTE &&
+            h->data_bytes >= RMA_DIRECT_MIN && target_addr(w, segs[0].disp, h->data_bytes)) {
+            /* One large run: no copy (a get reads the window some time in the epoch). */
+            if (rma_send_reply_inplace(w, origin, h->reply_tag, target_addr(w, segs[0].disp, h->data_bytes),
+                                       h->data_bytes) == MPI_SUCCESS)
+                return;
+            /* else the copying path below */
+        }
         result = malloc(h->data_bytes ? h->data_bytes : 1);
         if (!result) {
             fail(w, origin, MPI_ERR_NO_MEM);
@@ -272,18 +392,15 @@ static void apply(struct rma_win *w, int origin, const unsigned char *msg, size_
         return;
     }
     case RMA_FLUSH:
-        reply_status(w, origin, h->reply_tag);
+    case RMA_UNLOCK:
+    case RMA_COMPLETE:
+        control(w, origin, h->kind, h->reply_tag);
         return;
     case RMA_LOCK:
         lock_request(w, origin, h->lock_type, h->reply_tag);
         return;
-    case RMA_UNLOCK:
-        lock_release(w);
-        reply_status(w, origin, h->reply_tag);
-        return;
-    case RMA_COMPLETE:
-        w->completes++;
-        reply_status(w, origin, h->reply_tag);
+    case RMA_PUT_DIRECT:
+        put_direct(w, origin, h, segs);
         return;
     }
     fail(w, origin, MPI_ERR_INTERN);
@@ -297,6 +414,8 @@ static int serve(void)
     svc.busy = 1;
     int done = 0;
     for (struct rma_win *w = svc.wins; w; w = w->next) {
+        if (w->deferred)
+            done += run_deferred(w);
         for (;;) {
             struct rma_slot *s = &w->slots[w->slot_head];
             if (!s->req || !hashi_request_is_complete(s->req))
