@@ -1,9 +1,9 @@
 /*
  * Moving bytes between origin and target: the one place that does it, over
- * the internal point-to-point on the window's private context pair. A
+ * the internal point-to-point on the window's private contexts. A
  * request message (header, segments, data) goes to the target's posted
- * receives (context_id, tag 0); a reply (data of a get, an acknowledgement,
- * a lock grant) comes back on context_id + 1 under a tag the origin chose
+ * receives (w->comm's context_id, tag 0); a reply (data of a get, an
+ * acknowledgement, a lock grant) comes back on w->reply_context under a tag the origin chose
  * and posted a receive for before sending the request. A device with RMA
  * entries (registered windows, PUSH / PULL) would take over here:
  * docs/device-interface.md, "RMA".
@@ -56,13 +56,13 @@ int rma_send_reply(struct rma_win *w, int origin, int tag, const void *data, siz
         return MPI_ERR_NO_MEM;
     if (len)
         memcpy(copy, data, len);
-    return send_owned(w, origin, w->comm->context_id + 1, tag, copy, len);
+    return send_owned(w, origin, w->reply_context, tag, copy, len);
 }
 
 int rma_send_reply_inplace(struct rma_win *w, int origin, int tag, const void *data, size_t len)
 {
     struct MPI_ABI_Request *req;
-    int rc = hashi_isend_internal(data, (MPI_Count)len, MPI_BYTE, origin, tag, w->comm, w->comm->context_id + 1,
+    int rc = hashi_isend_internal(data, (MPI_Count)len, MPI_BYTE, origin, tag, w->comm, w->reply_context,
                                   &req);
     if (rc == MPI_SUCCESS)
         hashi_request_free(req);   /* the device holds it until sent */
@@ -115,7 +115,7 @@ int rma_expect_reply(struct rma_win *w, int target, void *buf, size_t bytes, rma
     }
     *tag = next_tag(w);
     struct MPI_ABI_Request *req;
-    int rc = hashi_irecv_internal(buf, (MPI_Count)bytes, MPI_BYTE, target, *tag, w->comm, w->comm->context_id + 1,
+    int rc = hashi_irecv_internal(buf, (MPI_Count)bytes, MPI_BYTE, target, *tag, w->comm, w->reply_context,
                                   &req);
     if (rc != MPI_SUCCESS) {
         free(r);
@@ -192,7 +192,7 @@ int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data
     struct MPI_ABI_Request *req = NULL;
     if (rc == MPI_SUCCESS)
         rc = hashi_isend_internal(data, (MPI_Count)bytes, MPI_BYTE, target, w->data_tag, w->comm,
-                                  w->comm->context_id + 1, &req);
+                                  w->reply_context, &req);
     if (rc != MPI_SUCCESS) {
         free(d);
         return rc;

@@ -3,9 +3,11 @@
  * family), built on the layer's internal point-to-point so every device and
  * transport carries it unchanged. docs/rma.md has the design; in short:
  *
- *  - Each window owns a private communicator (a context id pair): origin ->
- *    target requests travel on its context id, target -> origin replies on
- *    context id + 1, so window traffic never meets user messages.
+ *  - Each window owns two private communicators over its group: origin ->
+ *    target requests travel on the first's context id, target -> origin
+ *    replies on the second's (its context id + 1 carries the window's
+ *    collectives: fence and free barriers), so window traffic never meets
+ *    user messages nor the window's own collectives, whatever the tags.
  *  - An operation is one or more messages "header, target segments, data"
  *    of at most RMA_MSG_MAX bytes. The origin interprets the target datatype
  *    (the standard gives it the origin's type map) and ships it as a list of
@@ -116,7 +118,9 @@ struct rma_slot {
 struct rma_win {
     struct MPI_ABI_Win h;           /* first: the handle is its address */
     struct rma_win *next;           /* live windows (the progress hook's list) */
-    struct MPI_ABI_Comm *comm;      /* private: requests on context_id, replies on + 1 */
+    struct MPI_ABI_Comm *comm;      /* private: requests on its context_id, collectives on + 1 */
+    struct MPI_ABI_Comm *reply_comm;/* private too: only its context id is used, for replies */
+    uint32_t reply_context;
     int rank, size;
     int flavor;                     /* MPI_WIN_FLAVOR_* */
     void *base;

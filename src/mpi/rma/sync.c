@@ -393,7 +393,7 @@ int hashi_impl_Win_start(MPI_Group group, int assert, MPI_Win win)
         if (!w->access[r])
             continue;
         struct MPI_ABI_Request *req;
-        rc = hashi_irecv_internal(NULL, 0, MPI_BYTE, r, RMA_TAG_POST, w->comm, w->comm->context_id + 1, &req);
+        rc = hashi_irecv_internal(NULL, 0, MPI_BYTE, r, RMA_TAG_POST, w->comm, w->reply_context, &req);
         if (rc == MPI_SUCCESS)
             rc = hashi_wait_internal(req, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)

@@ -271,7 +271,7 @@ static void put_direct(struct rma_win *w, int origin, const struct rma_hdr *h, c
     }
     struct MPI_ABI_Request *req;
     int rc = d && at ? hashi_irecv_internal(at, (MPI_Count)bytes, MPI_BYTE, origin, h->reply_tag, w->comm,
-                                            w->comm->context_id + 1, &req)
+                                            w->reply_context, &req)
                      : MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS) {
         fail(w, origin, rc);

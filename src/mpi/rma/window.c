@@ -42,6 +42,8 @@ static void win_destroy(struct rma_win *w)
 {
     if (w->comm)
         hashi_comm_release(w->comm);
+    if (w->reply_comm)
+        hashi_comm_release(w->reply_comm);
     if (w->shm)
         munmap(w->shm, w->shm_len);
     free(w->owned);
@@ -99,15 +101,23 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
                    MPI_Aint size, MPI_Aint disp_unit, struct rma_win **out)
 {
     MPI_Comm ph = hashi_comm_handle(parent);
-    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Comm *c, *rc_comm;
     int rc = hashi_comm_create_from(func, parent, 1, NULL, &c);
     if (rc != MPI_SUCCESS)
         return rc;
+    rc = hashi_comm_create_from(func, parent, 1, NULL, &rc_comm);
+    if (rc != MPI_SUCCESS) {
+        hashi_comm_release(c);
+        return rc;
+    }
     snprintf(c->name, sizeof c->name, "%s", "a window's communicator");
+    snprintf(rc_comm->name, sizeof rc_comm->name, "%s", "a window's reply communicator");
     int n = c->size;
     struct rma_win *w = calloc(1, sizeof *w);
     if (w) {
         w->comm = c;
+        w->reply_comm = rc_comm;
+        w->reply_context = rc_comm->context_id;
         w->peers = calloc((size_t)n, sizeof *w->peers);
         w->origin_error = calloc((size_t)n, sizeof *w->origin_error);
         w->lock_type = calloc((size_t)n, sizeof *w->lock_type);
@@ -125,10 +135,11 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     struct rma_peer *all = failed ? malloc((size_t)n * sizeof *all) : w->peers;
     if (!all) {
         if (w) {
-            w->comm = NULL;
+            w->comm = w->reply_comm = NULL;
             win_destroy(w);
         }
         hashi_comm_release(c);
+        hashi_comm_release(rc_comm);
         return hashi_err_comm(func, ph, MPI_ERR_NO_MEM, "out of memory");
     }
     rc = hashi_impl_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
@@ -136,14 +147,15 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     for (int r = 0; rc == MPI_SUCCESS && r < n; r++)
         if (all[r].size < 0)
             failed = 1;
-    if (all != w->peers)
+    if (!w || all != w->peers)
         free(all);
     if (rc != MPI_SUCCESS || failed) {
         if (w) {
-            w->comm = NULL;
+            w->comm = w->reply_comm = NULL;
             win_destroy(w);
         }
         hashi_comm_release(c);
+        hashi_comm_release(rc_comm);
         return rc != MPI_SUCCESS ? rc : hashi_err_comm(func, ph, MPI_ERR_NO_MEM, "out of memory (on some member)");
     }
     w->h.magic = HASHI_WIN_MAGIC;
