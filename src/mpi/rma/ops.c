@@ -255,14 +255,13 @@ static struct MPI_ABI_Request *new_request(int complete)
     return req;
 }
 
-static int finish_now(const struct op_args *a, struct rma_win *w)
+static int finish_now(const struct op_args *a)
 {
     if (!a->request)
         return MPI_SUCCESS;
     struct MPI_ABI_Request *req = new_request(1);
     if (!req)
         return hashi_err_win(a->func, a->win, MPI_ERR_NO_MEM, "out of memory");
-    (void)w;
     *a->request = req;
     return MPI_SUCCESS;
 }
@@ -295,7 +294,7 @@ static int rma_op(const struct op_args *a)
     if (a->request)
         *a->request = MPI_REQUEST_NULL;
     if (a->target == MPI_PROC_NULL)
-        return finish_now(a, w);
+        return finish_now(a);
     if (a->target < 0 || a->target >= w->size)
         return hashi_err_win(func, win, MPI_ERR_RANK, "target rank %d is not in the window's group (size %d)",
                              a->target, w->size);
@@ -370,7 +369,7 @@ static int rma_op(const struct op_args *a)
         }
     }
     if (tbytes == 0 || (no_op && a->kind == RMA_ACC))
-        return finish_now(a, w);
+        return finish_now(a);
 
     struct xfer x = { .w = w, .target = a->target, .kind = a->kind, .basic = basic, .bt = bt, .op = a->op };
     if (sends) {

@@ -285,7 +285,7 @@ static void shm_name(const struct rma_win *w, char *buf, size_t len)
     }
 }
 
-static int shm_setup(const char *func, struct rma_win *w, int contiguous, char *why, size_t whylen)
+static int shm_setup(struct rma_win *w, int contiguous, char *why, size_t whylen)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (!(w->shm_offset = calloc((size_t)w->size, sizeof *w->shm_offset))) {
@@ -306,7 +306,7 @@ static int shm_setup(const char *func, struct rma_win *w, int contiguous, char *
     w->shm_len = total > 0 ? (total + page - 1) / page * page : page;
     char name[256];
     shm_name(w, name, sizeof name);
-    int fd = -1, rc = MPI_SUCCESS;
+    int fd = -1;
     if (w->rank == 0) {
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0 && ftruncate(fd, (off_t)w->shm_len) != 0) {
@@ -341,10 +341,8 @@ static int shm_setup(const char *func, struct rma_win *w, int contiguous, char *
         if (p != MAP_FAILED)
             munmap(p, w->shm_len);
         snprintf(why, whylen, "mapping the shared segment failed on some member");
-        rc = brc != MPI_SUCCESS ? brc : MPI_ERR_NO_MEM;
-        return rc;
+        return brc != MPI_SUCCESS ? brc : MPI_ERR_NO_MEM;
     }
-    (void)func;
     w->shm = p;
     w->base = (char *)p + w->shm_offset[w->rank];
     for (int r = 0; r < w->size; r++)
@@ -377,7 +375,7 @@ static int win_allocate_shared(const char *func, MPI_Aint size, MPI_Aint disp_un
         return rc;
     const char *noncontig = w->info ? hashi_info_value(w->info, "alloc_shared_noncontig") : NULL;
     char why[256];
-    rc = shm_setup(func, w, !(noncontig && strcmp(noncontig, "true") == 0), why, sizeof why);
+    rc = shm_setup(w, !(noncontig && strcmp(noncontig, "true") == 0), why, sizeof why);
     if (rc != MPI_SUCCESS) {
         rma_target_stop(w);
         win_destroy(w);
