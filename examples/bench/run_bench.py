@@ -5,6 +5,7 @@ the ratio of each Hashi cell to the better peer.
 
   run_bench.py [p2p] --prefix PREFIX [--ranks 2] [--max BYTES] [--modes latency,bw,...]
   run_bench.py coll  --prefix PREFIX [--ranks 2,4,8] [--modes barrier,bcast,...]
+  run_bench.py rma   --prefix PREFIX [--ranks 2] [--max BYTES] [--modes put_lat,get_lat,...]
   run_bench.py launch --prefix PREFIX [--ranks 8] [--runs 15]
   common: [--cells CELL,...] [--no-peers] [--repeat N]
 
@@ -12,7 +13,9 @@ p2p runs p2p_bench.c (ping-pong, bandwidth, message rate); coll runs
 coll_bench.c (barrier, bcast, reduce, allreduce, alltoall, allgather; by
 --modes also gather, scatter, scan, exscan, reduce_scatter (block), ibarrier,
 ibcast, iallreduce, igather, iscatter, iscan: Ixxx + Wait, and pbarrier:
-Start + Wait of a persistent barrier) at each rank count; launch times `mpirun -n N hello` with hyperfine.
+Start + Wait of a persistent barrier) at each rank count; rma runs rma_bench.c
+(put, get, accumulate and fetch-and-op latency with a flush each, put
+bandwidth: 64 puts per flush); launch times `mpirun -n N hello` with hyperfine.
 
 A cell is either the name of a line of test/cells (default, ofi_tcp,
 dimmnet_emu, ...; `all` is every line) or DEVICE[:FI_PROVIDER[:KEY=VALUE...]]
@@ -38,11 +41,13 @@ HIGHER_IS_BETTER = {"latency": False, "paper": False, "bw": True, "bibw": True, 
                     "alltoall": False, "allgather": False, "ibarrier": False, "ibcast": False,
                     "iallreduce": False, "pbarrier": False, "gather": False, "scatter": False,
                     "scan": False, "exscan": False, "reduce_scatter": False, "igather": False, "iscatter": False,
-                    "iscan": False}
-UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s"}  # everything else: us
+                    "iscan": False, "put_lat": False, "get_lat": False, "put_bw": True, "acc_lat": False,
+                    "fop_lat": False}
+UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s", "put_bw": "MB/s"}  # everything else: us
 DEFAULTS = {  # what: (source, ranks, modes, cells, repeat)
     "p2p": ("p2p_bench.c", "2", "latency,bw,bibw,mrate", "ofi:shm,ofi:tcp", 3),
     "coll": ("coll_bench.c", "2,4,8", "barrier,bcast,reduce,allreduce,alltoall,allgather", "all", 2),
+    "rma": ("rma_bench.c", "2", "put_lat,get_lat,put_bw,acc_lat,fop_lat", "all", 2),
     "launch": (os.path.join("..", "hello.c"), "8", "", "all", 1),
 }
 

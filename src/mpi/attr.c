@@ -221,10 +221,12 @@ struct attr_target {
     void **attrs;
 };
 
-/* Raise on the object when it is a communicator, else on no object. */
+/* Raise on the object when it is a communicator or a window, else on no object. */
 #define ATTR_ERR(func, kind, handle, code, ...)                                               \
     ((kind) == HASHI_ATTR_COMM && hashi_comm_get((MPI_Comm)(handle))                          \
          ? hashi_err_comm((func), (MPI_Comm)(handle), (code), __VA_ARGS__)                    \
+     : (kind) == HASHI_ATTR_WIN && hashi_win_get((MPI_Win)(handle))                           \
+         ? hashi_err_win((func), (MPI_Win)(handle), (code), __VA_ARGS__)                      \
          : hashi_err_raise((func), HASHI_OBJ_NONE, NULL, (code), __VA_ARGS__))
 
 static int target_get(const char *func, enum hashi_attr_kind kind, void *handle, struct attr_target *t)
@@ -235,6 +237,15 @@ static int target_get(const char *func, enum hashi_attr_kind kind, void *handle,
         if (!c)
             return hashi_err_invalid_comm(func, (MPI_Comm)handle, "comm");
         t->attrs = &c->attributes;
+        return MPI_SUCCESS;
+    }
+    if (kind == HASHI_ATTR_WIN) {
+        struct MPI_ABI_Win *w = hashi_win_get((MPI_Win)handle);
+        if (!w)
+            return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_WIN,
+                                   (MPI_Win)handle == MPI_WIN_NULL ? "the window is MPI_WIN_NULL"
+                                                                   : "not a valid window");
+        t->attrs = &w->attributes;
         return MPI_SUCCESS;
     }
     struct MPI_ABI_Datatype *d = hashi_type_get((MPI_Datatype)handle);
@@ -333,6 +344,16 @@ static int get_attr(const char *func, enum hashi_attr_kind kind, void *handle, i
         void *predefined;
         int found;
         if (hashi_comm_predefined_attr(keyval, &predefined, &found)) {
+            *flag = found;
+            if (found)
+                *(void **)value = predefined;
+            return MPI_SUCCESS;
+        }
+    }
+    if (kind == HASHI_ATTR_WIN) {
+        void *predefined;
+        int found;
+        if (hashi_win_predefined_attr(hashi_win_get((MPI_Win)handle), keyval, &predefined, &found)) {
             *flag = found;
             if (found)
                 *(void **)value = predefined;
@@ -462,4 +483,39 @@ int hashi_impl_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
 {
     HASHI_CHECK_INITIALIZED("MPI_Type_delete_attr");
     return delete_attr("MPI_Type_delete_attr", HASHI_ATTR_TYPE, datatype, type_keyval);
+}
+
+/* ---- windows ---- */
+
+int hashi_impl_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                 MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                                 void *extra_state)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_create_keyval");
+    return create_keyval("MPI_Win_create_keyval", HASHI_ATTR_WIN, (void (*)(void))win_copy_attr_fn,
+                         (void (*)(void))win_delete_attr_fn, win_keyval, extra_state);
+}
+
+int hashi_impl_Win_free_keyval(int *win_keyval)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_free_keyval");
+    return free_keyval("MPI_Win_free_keyval", HASHI_ATTR_WIN, win_keyval);
+}
+
+int hashi_impl_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_set_attr");
+    return set_attr("MPI_Win_set_attr", HASHI_ATTR_WIN, win, win_keyval, attribute_val);
+}
+
+int hashi_impl_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_get_attr");
+    return get_attr("MPI_Win_get_attr", HASHI_ATTR_WIN, win, win_keyval, attribute_val, flag);
+}
+
+int hashi_impl_Win_delete_attr(MPI_Win win, int win_keyval)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_delete_attr");
+    return delete_attr("MPI_Win_delete_attr", HASHI_ATTR_WIN, win, win_keyval);
 }

@@ -231,8 +231,13 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
         if (session && session->errhandler)
             return session->errhandler;
     }
-    /* No object, an invalid one, or a window or file (no such objects
-     * exist in Hashi): MPI_COMM_SELF's handler, as MPI-4 says for no object. */
+    if (kind == HASHI_OBJ_WIN) {
+        struct MPI_ABI_Win *win = hashi_win_get((MPI_Win)(uintptr_t)handle);
+        if (win && win->errhandler)
+            return win->errhandler;
+    }
+    /* No object, an invalid one, or a file (no such objects exist in
+     * Hashi): MPI_COMM_SELF's handler, as MPI-4 says for no object. */
     return hashi_comm_self.errhandler ? hashi_comm_self.errhandler : &eh_fatal;
 }
 
@@ -281,6 +286,9 @@ static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int 
         if (eh->obj_kind == HASHI_OBJ_SESSION && (kind == HASHI_OBJ_SESSION || kind == HASHI_OBJ_ERRHANDLER)) {
             MPI_Session session = kind == HASHI_OBJ_SESSION ? (MPI_Session)(uintptr_t)handle : MPI_SESSION_NULL;
             ((MPI_Session_errhandler_function *)(void (*)(void))eh->user_fn)(&session, &code);
+        } else if (eh->obj_kind == HASHI_OBJ_WIN && kind == HASHI_OBJ_WIN) {
+            MPI_Win win = (MPI_Win)(uintptr_t)handle;
+            ((MPI_Win_errhandler_function *)(void (*)(void))eh->user_fn)(&win, &code);
         } else if (eh->obj_kind == HASHI_OBJ_COMM && (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE)) {
             MPI_Comm comm = kind == HASHI_OBJ_COMM ? (MPI_Comm)(uintptr_t)handle : MPI_COMM_SELF;
             ((MPI_Comm_errhandler_function *)(void (*)(void))eh->user_fn)(&comm, &code);
@@ -640,6 +648,88 @@ int hashi_impl_Comm_call_errhandler(MPI_Comm comm, int errorcode)
              (int)strcspn(cname, ":"), cname, errorcode);
     dispatch(HASHI_OBJ_COMM, (const void *)(uintptr_t)comm, errorcode, cls, message);
     return MPI_SUCCESS;
+}
+
+/* ---- windows ---- */
+
+int hashi_impl_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    HASHI_CHECK_INITIALIZED("MPI_Win_create_errhandler");
+    if (!fn || !errhandler)
+        return hashi_err_raise("MPI_Win_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "function or errhandler is NULL");
+    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
+    if (!eh)
+        return hashi_err_raise("MPI_Win_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
+    eh->kind = HASHI_EH_USER;
+    eh->obj_kind = HASHI_OBJ_WIN;
+    eh->user_fn = (void (*)(void))fn;
+    atomic_init(&eh->refcount, 1);
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+static struct MPI_ABI_Win *win_arg(const char *func, MPI_Win win, int *rc)
+{
+    struct MPI_ABI_Win *w = hashi_win_get(win);
+    if (!w)
+        *rc = hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_WIN,
+                              win == MPI_WIN_NULL ? "the window is MPI_WIN_NULL" : "not a valid window");
+    return w;
+}
+
+int hashi_impl_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    static const char func[] = "MPI_Win_set_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Win *w = win_arg(func, win, &rc);
+    if (!w)
+        return rc;
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
+    if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_WIN))
+        return hashi_err_win(func, win, MPI_ERR_ARG, "not an error handler for windows");
+    hashi_errhandler_retain(eh);
+    hashi_errhandler_release(w->errhandler);
+    w->errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+    static const char func[] = "MPI_Win_get_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Win *w = win_arg(func, win, &rc);
+    if (!w)
+        return rc;
+    if (!errhandler)
+        return hashi_err_win(func, win, MPI_ERR_ARG, "errhandler is NULL");
+    hashi_errhandler_retain(w->errhandler);
+    *errhandler = errhandler_handle(w->errhandler);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Win_call_errhandler(MPI_Win win, int errorcode)
+{
+    static const char func[] = "MPI_Win_call_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    if (!win_arg(func, win, &rc))
+        return rc;
+    int cls = code_to_class(errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(HASHI_OBJ_WIN, (const void *)(uintptr_t)win, errorcode, cls, message);
+    return MPI_SUCCESS;
+}
+
+/* A new window starts with MPI_ERRORS_ARE_FATAL (MPI 4.1 sec. 9.3). */
+struct MPI_ABI_Errhandler *hashi_errhandler_win_default(void)
+{
+    return &eh_fatal;
 }
 
 /* The handlers the communicators start with. */

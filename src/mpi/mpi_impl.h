@@ -36,6 +36,7 @@ struct MPI_ABI_Errhandler *hashi_errhandler_get(MPI_Errhandler h);
 struct MPI_ABI_Errhandler *hashi_errhandler_for_session(MPI_Errhandler errhandler);
 void hashi_errhandler_retain(struct MPI_ABI_Errhandler *eh);
 void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh);
+struct MPI_ABI_Errhandler *hashi_errhandler_win_default(void);   /* MPI_ERRORS_ARE_FATAL */
 
 /* ---- groups ---- */
 struct MPI_ABI_Group {
@@ -102,6 +103,30 @@ static inline struct MPI_ABI_Comm *hashi_comm_get(MPI_Comm h)
     if (hashi_handle_is_predefined(h) || h->magic != HASHI_COMM_MAGIC) return NULL;
     return (struct MPI_ABI_Comm *)h;
 }
+
+/* ---- windows (rma/) ---- */
+/*
+ * The part of a window the rest of the layer sees (error handlers in
+ * errors.c, attributes in attr.c); the one-sided engine's state follows it in
+ * struct rma_win (rma/rma.h), which embeds this first.
+ */
+struct MPI_ABI_Win {
+    uint32_t magic;               /* HASHI_WIN_MAGIC; 0 once freed */
+    struct MPI_ABI_Errhandler *errhandler;
+    void *attributes;             /* cached attributes (attr.c) */
+};
+#define HASHI_WIN_MAGIC 0x57494e44u
+/* The object behind a window handle, or NULL if it is not a valid one. */
+static inline struct MPI_ABI_Win *hashi_win_get(MPI_Win h)
+{
+    if (hashi_handle_is_predefined(h) || h->magic != HASHI_WIN_MAGIC) return NULL;
+    return h;
+}
+/* Predefined window attributes (MPI_WIN_BASE ...): 1 if keyval is one, with
+ * *found and *value set; 0 if not (rma/window.c). */
+int hashi_win_predefined_attr(struct MPI_ABI_Win *w, int keyval, void **value, int *found);
+#define hashi_err_win(func, win, code, ...) \
+    hashi_err_raise((func), HASHI_OBJ_WIN, (const void *)(win), (code), __VA_ARGS__)
 
 /* ---- set-up and tear-down of each part, called by MPI_Init / MPI_Finalize ---- */
 void hashi_types_init(void);        /* datatype.c: the predefined types */

@@ -1,0 +1,219 @@
+/*
+ * One-sided communication (MPI_Win_*, MPI_Put, MPI_Get, the accumulate
+ * family), built on the layer's internal point-to-point so every device and
+ * transport carries it unchanged. docs/rma.md has the design; in short:
+ *
+ *  - Each window owns two private communicators over its group: origin ->
+ *    target requests travel on the first's context id, target -> origin
+ *    replies on the second's (its context id + 1 carries the window's
+ *    collectives: fence and free barriers), so window traffic never meets
+ *    user messages nor the window's own collectives, whatever the tags.
+ *  - An operation is one or more messages "header, target segments, data"
+ *    of at most RMA_MSG_MAX bytes. The origin interprets the target datatype
+ *    (the standard gives it the origin's type map) and ships it as a list of
+ *    (displacement, element count) segments; origin data is packed by the
+ *    datatype engine into the message, so the origin buffer is free on return.
+ *  - The target applies the messages from a progress hook (target.c), in
+ *    arrival order, one at a time: any MPI call that makes progress serves
+ *    the windows of its process. Per origin they are applied in the order
+ *    sent, so a FLUSH / UNLOCK / COMPLETE request behind the operations is
+ *    answered only once they are all applied: that answer is completion.
+ *  - move.c is the one place that moves bytes between origin and target
+ *    (put these bytes at these segments, get those), which a device's RMA
+ *    entries would replace (docs/device-interface.md, "RMA").
+ */
+#ifndef HASHI_MPI_RMA_H
+#define HASHI_MPI_RMA_H
+
+#include "mpi/mpi_impl.h"
+#include "mpi/comm.h"
+#include "mpi/datatype.h"
+#include "mpi/info.h"
+#include "mpi/p2p.h"
+#include "mpi/request.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest request message (header + segments + data); an operation with more
+ * is split into several, on element boundaries. */
+#define RMA_MSG_MAX (64 * 1024)
+/* Header receives a window keeps posted on its request context. */
+#define RMA_SLOTS 4
+/* Reply tags: RMA_TAG_POST carries MPI_Win_post's notices; the others are
+ * handed out by the origin per reply. */
+#define RMA_TAG_POST 1
+#define RMA_TAG_FIRST 2
+/* Data of direct puts travels on the reply context too, under tags of the
+ * origin's from RMA_TAG_DATA up: never one a reply could have. */
+#define RMA_TAG_DATA (1 << 22)
+/* A put of at least this many bytes into one run of the target window goes
+ * as a header and a message of its own, received in place (no copies). */
+#define RMA_DIRECT_MIN (32 * 1024)
+
+enum rma_kind {
+    RMA_PUT = 1,     /* data -> segments */
+    RMA_GET,         /* segments -> reply */
+    RMA_ACC,         /* segments op= data */
+    RMA_GACC,        /* reply = segments; segments op= data (Get_accumulate, Fetch_and_op) */
+    RMA_CAS,         /* one element: reply = old; if old == compare: store */
+    RMA_FLUSH,       /* reply (error) once everything before it is applied */
+    RMA_LOCK,        /* reply once the lock is granted */
+    RMA_UNLOCK,      /* release, reply (error) */
+    RMA_COMPLETE,    /* MPI_Win_complete: counts for MPI_Win_wait, reply (error) */
+    RMA_PUT_DIRECT,  /* one segment; its data follows as a message of its own (tag reply_tag) */
+};
+
+/* Every request message starts with this; both ends run the same binary. */
+struct rma_hdr {
+    uint8_t kind;            /* enum rma_kind */
+    uint8_t pad[3];
+    int32_t reply_tag;       /* on the reply context; 0: no reply */
+    int32_t op;              /* accumulate: the predefined MPI_Op's handle value */
+    int32_t basic;           /* the element type's handle value (MPI_BYTE for put / get) */
+    int32_t lock_type;       /* RMA_LOCK */
+    uint32_t nseg;           /* segments following the header */
+    uint64_t data_bytes;     /* data following the segments (put, acc), or the reply's size (get) */
+};
+
+/* A run of elements of the message's basic type at disp in the target
+ * window (absolute address for dynamic windows). */
+struct rma_seg {
+    int64_t disp;
+    int64_t count;
+};
+
+/* What every member knows of every other at creation. */
+struct rma_peer {
+    uint64_t base;           /* its base address (shared windows: in its own mapping) */
+    int64_t size;
+    int64_t disp_unit;
+};
+
+/* A region attached to a dynamic window. */
+struct rma_region {
+    struct rma_region *next;
+    uintptr_t base;
+    size_t size;
+};
+
+/* A lock request the target could not grant yet. */
+struct rma_lock_waiter {
+    struct rma_lock_waiter *next;
+    int origin, type, reply_tag;
+};
+
+/* A FLUSH, UNLOCK or COMPLETE held back until an origin's direct puts are in. */
+struct rma_deferred {
+    struct rma_deferred *next;
+    int origin, kind, reply_tag;
+};
+
+/* A posted request receive. */
+struct rma_slot {
+    struct MPI_ABI_Request *req;
+    unsigned char *buf;
+};
+
+struct rma_win {
+    struct MPI_ABI_Win h;           /* first: the handle is its address */
+    struct rma_win *next;           /* live windows (the progress hook's list) */
+    struct MPI_ABI_Comm *comm;      /* private: requests on its context_id, collectives on + 1 */
+    struct MPI_ABI_Comm *reply_comm;/* private too: only its context id is used, for replies */
+    uint32_t reply_context;
+    int rank, size;
+    int flavor;                     /* MPI_WIN_FLAVOR_* */
+    void *base;
+    MPI_Aint win_size, disp_unit;
+    struct rma_peer *peers;         /* size entries */
+    char name[MPI_MAX_OBJECT_NAME];
+    struct MPI_ABI_Info *info;      /* hints given, or NULL */
+    void *owned;                    /* MPI_Win_allocate's memory, or NULL */
+    void *shm;                      /* MPI_Win_allocate_shared's mapping, or NULL */
+    size_t shm_len;
+    MPI_Aint *shm_offset;           /* shared: each member's offset in the mapping */
+    struct rma_region *regions;     /* dynamic */
+    MPI_Aint attr_size;             /* what the predefined attributes point to */
+    int attr_disp_unit, attr_flavor, attr_model;
+
+    /* ---- target side (target.c) ---- */
+    struct rma_slot slots[RMA_SLOTS];
+    int slot_head;                  /* the next to complete: posting order */
+    int *origin_error;              /* first failure of each origin's operations, until reported */
+    int lock_exclusive;             /* an exclusive holder */
+    int lock_shared;                /* shared holders */
+    struct rma_lock_waiter *lock_queue, **lock_tail;
+    int completes;                  /* MPI_Win_complete notices in this exposure epoch */
+    int *direct_pending;            /* per origin: direct put data not in yet */
+    struct rma_deferred *deferred, **deferred_tail;
+    int post_expected;              /* MPI_Win_post's group size; -1: not posted */
+
+    /* ---- origin side (ops.c, sync.c) ---- */
+    int fence_epoch;                /* between fences (not after NOSUCCEED) */
+    int lock_all;                   /* MPI_Win_lock_all held */
+    int lock_all_nocheck;
+    int *lock_type;                 /* per target: 0, or MPI_LOCK_* held (negative: NOCHECK) */
+    unsigned char *access;          /* per target: in the MPI_Win_start group */
+    int access_epoch;               /* MPI_Win_start called, not completed */
+    unsigned char *touched;         /* per target: operations since its last completion */
+    int *pending;                   /* per target: replies not in yet */
+    int reply_tag;                  /* the last reply tag handed out */
+    int data_tag;                   /* the last direct put data tag */
+    int error;                      /* first failure a target reported, raised by the next sync call */
+};
+
+/* The window behind a handle, or NULL (checked magic). */
+static inline struct rma_win *rma_win_get(MPI_Win h)
+{
+    return (struct rma_win *)hashi_win_get(h);
+}
+/* A call's window argument: the object, or NULL with MPI_ERR_WIN raised in *rc. */
+struct rma_win *rma_win_arg(const char *func, MPI_Win win, int *rc);
+static inline MPI_Win rma_handle(struct rma_win *w)
+{
+    return (MPI_Win)&w->h;
+}
+
+/* ---- target.c: the service ---- */
+/* Post the window's request receives and put it on the hook's list. */
+int rma_target_start(struct rma_win *w);
+/* Take it off and cancel its receives (nothing may still be on its way). */
+void rma_target_stop(struct rma_win *w);
+
+/* ---- move.c: moving bytes, origin side ---- */
+/* A reply expected from target: `bytes` into `buf` (NULL: discarded into
+ * scratch). done(arg, error class) runs on arrival (from progress). Counts in
+ * w->pending[target] until then. */
+typedef void rma_reply_fn(void *arg, int error);
+int rma_expect_reply(struct rma_win *w, int target, void *buf, size_t bytes, rma_reply_fn *done, void *arg,
+                     int *tag);
+/* Send a message we own (malloc'd, freed once sent) to target's requests. */
+int rma_send_request(struct rma_win *w, int target, void *msg, size_t len);
+/* Send a reply (copied) on the reply context. */
+int rma_send_reply(struct rma_win *w, int origin, int tag, const void *data, size_t len);
+/* The same straight from window memory (a large get of one run): the origin
+ * completes the get only once it has it all, before the window can go. */
+int rma_send_reply_inplace(struct rma_win *w, int origin, int tag, const void *data, size_t len);
+/* A control request (FLUSH, LOCK, UNLOCK, COMPLETE) whose reply is an error
+ * class, folded into w->error. */
+int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type);
+/* A direct put: header to target's requests, then `bytes` at data (ours to
+ * free once sent when owned, else the program's, which it keeps until the
+ * operation completes locally); ureq (or NULL) completes when it is sent.
+ * Counts in w->pending[target] until then. */
+int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
+                   struct MPI_ABI_Request *ureq);
+/* Drive progress until no reply from target (-1: any) is outstanding. */
+void rma_wait_replies(struct rma_win *w, int target);
+
+/* ---- sync.c ---- */
+/* Whether an operation on target may be issued now. */
+int rma_in_epoch(const struct rma_win *w, int target);
+/* Raise (and clear) a failure a target reported. */
+int rma_take_error(struct rma_win *w, const char *func);
+
+/* ---- window.c ---- */
+/* A window member's rank in the window's group from a world rank, or -1. */
+int rma_rank_of_world(const struct rma_win *w, int world);
+
+#endif
