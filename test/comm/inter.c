@@ -547,6 +547,9 @@ static void one_split(const char *name, int (*color_of)(int))
     int x = 0, y;
     CHECK_ERR(MPI_Scan(&x, &y, 1, MPI_INT, MPI_SUM, ic), MPI_ERR_COMM, "MPI_Scan");
     CHECK(bad == MPI_COMM_NULL, "%s: a failed call set a communicator", name);
+    MPI_Win win = MPI_WIN_NULL;
+    CHECK_ERR(MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, ic, &win), MPI_ERR_COMM, "MPI_Win_create");
+    CHECK(win == MPI_WIN_NULL, "%s: a failed MPI_Win_create set a window", name);
 
     CHECK_MPI(MPI_Comm_free(&ic));
     CHECK_MPI(MPI_Comm_free(&local));

@@ -73,6 +73,11 @@ static struct MPI_ABI_Comm *create_args(const char *func, MPI_Comm comm, MPI_Inf
     struct MPI_ABI_Comm *c = hashi_comm_arg(func, comm, rc);
     if (!c)
         return NULL;
+    if (hashi_comm_is_inter(c)) {
+        /* A window's group is one group (MPI-4.1 12.2). */
+        *rc = hashi_err_comm(func, comm, MPI_ERR_COMM, "comm is an intercommunicator; windows need an intracommunicator");
+        return NULL;
+    }
     if (info != MPI_INFO_NULL && !hashi_info_get(info)) {
         *rc = hashi_err_comm(func, comm, MPI_ERR_INFO, "info is not a valid info object");
         return NULL;
