@@ -46,6 +46,7 @@ static size_t segment_len;
 static int *local_index;        /* world rank -> index among local ranks, -1 if remote */
 static struct wake_word *my_word;
 static int enabled;
+int hashi_wake_enabled_flag;       /* enabled, for the inline test in wake.h */
 static char shm_name[128];      /* set when the segment lives in /dev/shm (no job dir) */
 
 /* Sleeping in poll(2): the provider's wait object and the FIFOs. */
@@ -235,6 +236,7 @@ int hashi_wake_attach(char *err, size_t errlen)
     if (open_fifos(err, errlen) != 0)
         return -1;
     enabled = hashi_job.oversubscribed;
+    hashi_wake_enabled_flag = enabled;
     /* Sleeping in poll(2) pays a trywait per sleep and a byte per wake-up
      * (docs/p2p.md): only when the rank sleeps at all. */
     fd_mode = enabled && my_fifo >= 0 && provider_fd >= 0;
@@ -282,6 +284,7 @@ void hashi_wake_detach(void)
     segment = NULL;
     my_word = NULL;
     enabled = 0;
+    hashi_wake_enabled_flag = 0;
     free(local_index);
     local_index = NULL;
 }
@@ -309,7 +312,7 @@ static inline void store_load_fence(void)
 #endif
 }
 
-void hashi_wake_peer(int world_rank)
+void hashi_wake_peer_sleeping(int world_rank)
 {
     if (!enabled || local_index[world_rank] < 0)
         return;

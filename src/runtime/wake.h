@@ -46,8 +46,16 @@ void hashi_wake_unlink(void);
 int hashi_wake_needs_unlink(void);
 void hashi_wake_detach(void);
 
-/* After making a message visible to local peer `world_rank`: wake it if it sleeps. */
-void hashi_wake_peer(int world_rank);
+/* After making a message visible to local peer `world_rank`: wake it if it sleeps.
+ * Inline test first: a rank with a core of its own never sleeps, and every
+ * message to a local peer passes here (twice on emu: kick and drain). */
+extern int hashi_wake_enabled_flag;
+void hashi_wake_peer_sleeping(int world_rank);
+static inline void hashi_wake_peer(int world_rank)
+{
+    if (__builtin_expect(hashi_wake_enabled_flag, 0))
+        hashi_wake_peer_sleeping(world_rank);
+}
 
 /*
  * One idle round of a wait loop: announce sleep, run `poll` once more, and

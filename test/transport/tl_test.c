@@ -415,8 +415,8 @@ static void check_seqlike(int src, const struct blk_hdr *h, const unsigned char 
     uint64_t pos;
     memcpy(&pos, p, 8);
     int l = emu.local_of[src];
-    CHECK(pos == emu.ring_tail[l], "ring block from %d written at unit %" PRIu64 ", delivered at %" PRIu64, src, pos,
-          emu.ring_tail[l]);
+    uint64_t tail = emu.in[l].want - 1;   /* the record being delivered */
+    CHECK(pos == tail, "ring block from %d written at unit %" PRIu64 ", delivered at %" PRIu64, src, pos, tail);
     for (size_t o = 8; o < h->len; o += 8) {
         uint64_t v, want = seqlike_word(pos, EMU_REC_HDR + sizeof *h + o, 0);
         memcpy(&v, p + o, 8);
@@ -484,8 +484,8 @@ static void notify_seq(int peer, uint64_t seq)
  * zero or a header of an older lap. */
 static void check_ring_idle(int i, const char *phase)
 {
-    uint64_t t = emu.ring_tail[i];
-    uint64_t w = atomic_load_explicit(&emu.ring_next[i]->seq, memory_order_acquire);
+    uint64_t t = emu.in[i].want - 1;
+    uint64_t w = atomic_load_explicit(&emu.in[i].next->seq, memory_order_acquire);
     CHECK(w == 0 || (w + emu.ring_units <= t + 1 && (t + 1 - w) % emu.ring_units == 0),
           "%s: the ring from rank %d is idle at unit %" PRIu64 ", which holds %" PRIu64, phase, emu.peer[i].world,
           t, w);

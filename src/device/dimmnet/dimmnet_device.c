@@ -293,7 +293,8 @@ static inline int one_block(const struct dn_peer *p, size_t hdr_len, size_t len)
 
 /* BOTF: the core message (header, then payload) in one block, behind the
  * short block header (DN_MSG needs no packet fields). */
-static int send_block(int peer, const void *hdr, size_t hdr_len, const void *data, size_t len)
+static inline __attribute__((always_inline)) int send_block_inline(int peer, const void *hdr, size_t hdr_len,
+                                                                   const void *data, size_t len)
 {
     const struct hashi_tl_ops *tl = hashi_tl(peer);
     size_t total = DN_MSG_HDR_SIZE + hdr_len + len;
@@ -312,6 +313,12 @@ static int send_block(int peer, const void *hdr, size_t hdr_len, const void *dat
     tl->block_kick(peer, total);
     hashi_dn_stats.botf++;
     return 0;
+}
+
+/* For the other senders (the fast path of dn_send inlines it). */
+static int send_block(int peer, const void *hdr, size_t hdr_len, const void *data, size_t len)
+{
+    return send_block_inline(peer, hdr, hdr_len, data, len);
 }
 
 /*
@@ -509,8 +516,10 @@ static int dn_pending_from(int peer)
     return tl->pending_from && tl->pending_from(peer);
 }
 
-static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
-                   hashi_am_done_fn done, void *arg)
+/* dn_send's every other case: in place, several blocks, queued behind
+ * others or for the first hello, the ring full. */
+__attribute__((noinline)) static int dn_send_other(int dest, const void *hdr, size_t hdr_len, const void *data,
+                                                   size_t len, unsigned flags, hashi_am_done_fn done, void *arg)
 {
     if (dest < 0 || dest >= dn.npeers || hdr_len > HASHI_AM_HDR_MAX || hdr_len + len > dn.buf_size)
         return -1;
@@ -582,6 +591,24 @@ static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     enqueue(&p->q_head, &p->q_tail, q);
     waiting_add(dest);
     return 0;
+}
+
+/* The common case alone in a small frame (no op on the stack): a buffered
+ * message in one block to a peer already greeted, nothing queued for it. */
+static int dn_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
+                   hashi_am_done_fn done, void *arg)
+{
+    if (__builtin_expect((unsigned)dest < (unsigned)dn.npeers && (flags & HASHI_AM_SEND_BUFFERED) &&
+                         hdr_len <= HASHI_AM_HDR_MAX && hdr_len + len <= dn.buf_size, 1)) {
+        const struct dn_peer *p = &dn.peers[dest];
+        if (!p->q_head && p->hello_sent && one_block(p, hdr_len, len) &&
+            send_block_inline(dest, hdr, hdr_len, data, len) == 0) {
+            if (done)
+                done(arg, 0);
+            return 0;
+        }
+    }
+    return dn_send_other(dest, hdr, hdr_len, data, len, flags, done, arg);
 }
 
 /* ------------------------------------------------- notices, PUSH, PULL */

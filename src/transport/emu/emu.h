@@ -138,6 +138,15 @@ struct emu_peer {
     uint64_t *dirty;
 };
 
+/* The consumer side of an inbound ring (private): what a poll compares,
+ * together in one small record so that an idle poll is two loads a ring. */
+struct emu_inbound {
+    struct emu_rec *next;       /* the record at the tail: what a poll reads */
+    uint64_t want;              /* its seq once complete: the tail (in units) + 1 */
+    unsigned char *base;        /* the ring's first unit */
+    _Atomic uint64_t *tail;     /* the tail word peers read (emu_ring_ctrl) */
+};
+
 struct emu_state {
     struct hashi_tl_config cfg;
     int nlocal, me;             /* local ranks; my local index */
@@ -148,9 +157,7 @@ struct emu_state {
     char name[256];             /* shm name of my segment */
     int named;                  /* the name still exists (not unlinked yet) */
     uint64_t ring_units;        /* units per ring (every segment of the node alike) */
-    uint64_t *ring_tail;        /* consumer positions of my inbound rings, in units (private copy) */
-    unsigned char **ring_base;  /* first unit of each inbound ring */
-    struct emu_rec **ring_next; /* the record at each ring_tail: what a poll reads */
+    struct emu_inbound *in;     /* my inbound rings, by local index */
     /* Per-size RMA choice. */
     size_t pipe_min, pipe_max;
     size_t cma_defer;           /* CMA copies of at least this many bytes run from progress (0: never) */
