@@ -940,6 +940,25 @@ int hashi_comm_string_tag(const char *stringtag)
     return (int)(h % ((uint32_t)hashi_p2p_tag_ub() + 1u));
 }
 
+int hashi_comm_from_group_args(const char *func, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                               struct MPI_ABI_Errhandler **eh, struct MPI_ABI_Info **hints)
+{
+    if (!stringtag)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "stringtag is NULL");
+    if (strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "stringtag is longer than MPI_MAX_STRINGTAG_LEN - 1 (%d) characters",
+                               MPI_MAX_STRINGTAG_LEN - 1);
+    *eh = hashi_errhandler_get(errhandler);
+    if (!*eh || ((*eh)->kind == HASHI_EH_USER && (*eh)->obj_kind != HASHI_OBJ_COMM))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
+                               "errhandler is not an error handler for communicators");
+    *hints = NULL;
+    if (info != MPI_INFO_NULL && !(*hints = hashi_info_get(info)))
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_INFO, "info is not a valid info object");
+    return MPI_SUCCESS;
+}
+
 int hashi_impl_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
                                       MPI_Errhandler errhandler, MPI_Comm *newcomm)
 {
@@ -949,20 +968,13 @@ int hashi_impl_Comm_create_from_group(MPI_Group group, const char *stringtag, MP
     if (!g)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_GROUP,
                                group == MPI_GROUP_NULL ? "group is MPI_GROUP_NULL" : "group is not a valid group");
-    if (!stringtag || !newcomm)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "%s is NULL",
-                               !stringtag ? "stringtag" : "newcomm");
-    if (strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "stringtag is longer than MPI_MAX_STRINGTAG_LEN - 1 (%d) characters",
-                               MPI_MAX_STRINGTAG_LEN - 1);
-    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
-    if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_COMM))
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "errhandler is not an error handler for communicators");
-    struct MPI_ABI_Info *hints = NULL;
-    if (info != MPI_INFO_NULL && !(hints = hashi_info_get(info)))
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_INFO, "info is not a valid info object");
+    if (!newcomm)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "newcomm is NULL");
+    struct MPI_ABI_Errhandler *eh;
+    struct MPI_ABI_Info *hints;
+    int rc = hashi_comm_from_group_args(func, stringtag, info, errhandler, &eh, &hints);
+    if (rc != MPI_SUCCESS)
+        return rc;
     *newcomm = MPI_COMM_NULL;
     if (g->size == 0)
         return MPI_SUCCESS;   /* MPI_GROUP_EMPTY */
@@ -973,7 +985,7 @@ int hashi_impl_Comm_create_from_group(MPI_Group group, const char *stringtag, MP
      * keeps for this (HASHI_CONTEXT_SESSIONS). */
     uint32_t context_id;
     int exhausted = 0;
-    int rc = hashi_comm_agree_among(g, HASHI_CONTEXT_SESSIONS, hashi_comm_string_tag(stringtag), &context_id, &exhausted);
+    rc = hashi_comm_agree_among(g, HASHI_CONTEXT_SESSIONS, hashi_comm_string_tag(stringtag), &context_id, &exhausted);
     if (rc != MPI_SUCCESS)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, exhausted ? MPI_ERR_OTHER : rc,
                                exhausted ? "all %u communicator context ids are in use by some member of the group"

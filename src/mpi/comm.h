@@ -170,6 +170,13 @@ int hashi_comm_allgather_in_order(struct MPI_ABI_Comm *c, int tag, void *out, si
 int hashi_comm_agree_among(struct MPI_ABI_Group *g, uint32_t on, int tag, uint32_t *context_id, int *exhausted);
 /* The tag of a string tag (FNV-1a within MPI_TAG_UB). */
 int hashi_comm_string_tag(const char *stringtag);
+/* The arguments MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups
+ * share: the string tag, the hints and the error handler (raised on no
+ * object when wrong). */
+struct MPI_ABI_Errhandler;
+struct MPI_ABI_Info;
+int hashi_comm_from_group_args(const char *func, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler,
+                               struct MPI_ABI_Errhandler **eh, struct MPI_ABI_Info **hints);
 
 /* ---- intercommunicators (intercomm.c) ---- */
 

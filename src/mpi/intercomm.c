@@ -250,20 +250,13 @@ int hashi_impl_Intercomm_create_from_groups(MPI_Group local_group, int local_lea
     if (!lg || !rg)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_GROUP, "%s is not a valid group",
                                !lg ? "local_group" : "remote_group");
-    if (!stringtag || !newintercomm)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "%s is NULL",
-                               !stringtag ? "stringtag" : "newintercomm");
-    if (strlen(stringtag) >= MPI_MAX_STRINGTAG_LEN)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "stringtag is longer than MPI_MAX_STRINGTAG_LEN - 1 (%d) characters",
-                               MPI_MAX_STRINGTAG_LEN - 1);
-    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
-    if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_COMM))
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "errhandler is not an error handler for communicators");
-    struct MPI_ABI_Info *hints = NULL;
-    if (info != MPI_INFO_NULL && !(hints = hashi_info_get(info)))
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_INFO, "info is not a valid info object");
+    if (!newintercomm)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "newintercomm is NULL");
+    struct MPI_ABI_Errhandler *eh;
+    struct MPI_ABI_Info *hints;
+    int args_rc = hashi_comm_from_group_args(func, stringtag, info, errhandler, &eh, &hints);
+    if (args_rc != MPI_SUCCESS)
+        return args_rc;
     if (lg->rank == MPI_UNDEFINED)
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_GROUP,
                                "the calling process is not a member of local_group");
