@@ -256,10 +256,13 @@ struct hashi_device_coll_ops {
      * which both ends know, and declines only on the communicator (every
      * member alike). A program whose lengths differ is erroneous: it may
      * get wrong data or an error, never a write past a receive's bytes.
-     * Blocking; any size.
+     * Blocking; any size. `tag`, taken from the communicator's collective
+     * sequence for this call, is the device's for messages of its own on
+     * the communicator's internal context (hashi_isend_internal), e.g. for
+     * pairs whose data suits neither its slots nor its reads.
      */
     int (*exchange)(const struct hashi_device_block *sends, int nsends, const struct hashi_device_block *recvs,
-                    int nrecvs, struct MPI_ABI_Comm *comm);
+                    int nrecvs, struct MPI_ABI_Comm *comm, int tag);
     /* The most bytes (bcast: the message, allreduce and scans: the vector,
      * alltoall, gather, scatter, reduce_scatter_block: one rank's block) the
      * device carries in its own slots. Larger ones the

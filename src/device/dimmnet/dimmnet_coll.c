@@ -123,6 +123,7 @@ static struct {
     int *x_send, *x_recv;  /* dn_exchange: by comm rank, our block for / from it (-1: none) */
     int *sources;          /* struct sources */
     size_t segments_min;   /* HASHI_COLL_DEVICE_SEGMENTS_MIN: reduce_segments from 3 members */
+    size_t exchange_read_min;  /* HASHI_COLL_DEVICE_EXCHANGE_READ_MIN (0: never, SIZE_MAX) */
     /* The staged broadcast: our stage (transport.h), the largest broadcast
      * staged (0: none), and the readers of our last one with their pair
      * sequences: we write the stage again once each has acknowledged. */
@@ -1920,36 +1921,60 @@ static int dn_scatter(const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
  * A sparse exchange (device.h: the v and w forms, the neighbourhood
  * collectives): one pair collective with every member we send to or
  * receive from, the others untouched (both ends of a pair know alike
- * whether it has data, so their pair sequences stay in step). Such a pair
- * posts both ways, an empty flag where nothing goes that way, so that a
- * peer's post for k still proves it finished k - 1 (the ring's reuse
- * rule). Data up to max_bytes travels in the slot; a longer block is
- * offered like the large alltoall's: its key in the slot, the reader PULLs
- * it and acknowledges, and we return once every reader has. Both ends
- * choose by the block's length, which MPI makes the same on both.
+ * whether it has data either way, so their pair sequences stay in step).
+ * A pair with data both ways posts both ways, and each post proves the
+ * poster finished the pair's previous collectives (the ring's reuse
+ * rule); on a one-way pair (a gatherv's, a scatterv's) the receiver
+ * acknowledges what it consumed instead, as a gather's root does, and the
+ * sender waits for nothing. Data up to max_bytes travels in the slot; from
+ * HASHI_COLL_DEVICE_EXCHANGE_READ_MIN a block is offered like the large
+ * alltoall's: its key in the slot, the reader PULLs it and acknowledges,
+ * and we return once every reader has; in between it goes as one message
+ * on the call's tag, posted before the slots run. Both ends choose by the
+ * block's length, which MPI makes the same on both.
  */
 static int dn_exchange(const struct hashi_device_block *sends, int nsends, const struct hashi_device_block *recvs,
-                       int nrecvs, struct MPI_ABI_Comm *c)
+                       int nrecvs, struct MPI_ABI_Comm *c, int tag)
 {
     follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, me = c->rank, rc = MPI_SUCCESS, offered = 0;
+    int n = c->size, me = c->rank, rc = MPI_SUCCESS, offered = 0, nmsgs = 0;
     int *to = co.x_send, *from = co.x_recv;   /* by comm rank: index into sends / recvs, or -1 */
     for (int i = 0; i < n; i++)
         to[i] = from[i] = -1;
-    for (int k = 0; k < nsends; k++)
-        to[sends[k].peer] = k;
-    for (int k = 0; k < nrecvs; k++)
-        from[recvs[k].peer] = k;
+    /* A pair's data above the slots and below the read threshold goes as a
+     * message of the call's tag, posted first so that it moves while the
+     * slots run; the pair is then not on the ring at all (both ends know). */
+    struct MPI_ABI_Request **msgs = NULL;
+    for (int side = 0; side < 2; side++) {
+        const struct hashi_device_block *list = side ? recvs : sends;
+        for (int k = 0, m = side ? nrecvs : nsends; k < m; k++) {
+            int p = list[k].peer;
+            if (p != me && list[k].bytes > co.max_bytes && list[k].bytes < co.exchange_read_min) {
+                if (!msgs && !(msgs = malloc(((size_t)nsends + (size_t)nrecvs) * sizeof *msgs)))
+                    return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
+                uint32_t ctx = hashi_comm_coll_context(c);
+                struct MPI_ABI_Request **r = &msgs[nmsgs++];
+                rc = side ? hashi_irecv_internal(list[k].buf, (MPI_Count)list[k].bytes, MPI_BYTE, p, tag, c, ctx, r)
+                          : hashi_isend_internal(list[k].buf, (MPI_Count)list[k].bytes, MPI_BYTE, p, tag, c, ctx, r);
+                if (rc != MPI_SUCCESS) {
+                    nmsgs--;
+                    break;
+                }
+            } else {
+                (side ? from : to)[p] = k;
+            }
+        }
+    }
     if (to[me] >= 0 && from[me] >= 0)
         memcpy(recvs[from[me]].buf, sends[to[me]].buf,
                sends[to[me]].bytes < recvs[from[me]].bytes ? sends[to[me]].bytes : recvs[from[me]].bytes);
     struct hashi_tl_mem *mem = NULL;
     for (int k = 0; k < nsends; k++)
-        offered += sends[k].peer != me && sends[k].bytes > co.max_bytes;
+        offered += sends[k].peer != me && to[sends[k].peer] == k && sends[k].bytes > co.max_bytes;
     if (offered && !(mem = malloc((size_t)offered * sizeof *mem)))
-        return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
+        rc = MPI_ERR_NO_MEM;
     /* Posts, the next rank first (as every flat collective). */
     int posted = 0;
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
@@ -1968,22 +1993,23 @@ static int dn_exchange(const struct hashi_device_block *sends, int nsends, const
                 break;
             }
             co.readers[posted++] = i;
-        } else {
-            rc = post(co.member[i], co.seq[i], b ? b->buf : NULL, b ? b->bytes : 0);
+        } else if (b) {
+            rc = post(co.member[i], co.seq[i], b->buf, b->bytes);
         }
     }
-    /* Arrivals, the previous rank first: the data, or the empty flag. */
+    /* Arrivals, the previous rank first. */
     for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
         int i = (me - k + n) % n;
-        if (to[i] < 0 && from[i] < 0)
+        if (from[i] < 0)
             continue;
-        const struct hashi_device_block *b = from[i] >= 0 ? &recvs[from[i]] : NULL;
-        if (b && b->bytes > co.max_bytes) {
-            rc = read_offered(i, b->buf, b->bytes, 0);
+        const struct hashi_device_block *b = &recvs[from[i]];
+        if (b->bytes > co.max_bytes) {
+            rc = read_offered(i, b->buf, b->bytes, 0);   /* acknowledges */
         } else {
             wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-            if (b)
-                memcpy(b->buf, data_from(co.member[i], co.seq[i]), b->bytes);
+            memcpy(b->buf, data_from(co.member[i], co.seq[i]), b->bytes);
+            if (to[i] < 0)   /* one way: nothing of ours will tell it the slot is free */
+                rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
         }
     }
     /* Our offered blocks stay registered until their readers have them
@@ -1995,6 +2021,9 @@ static int dn_exchange(const struct hashi_device_block *sends, int nsends, const
         hashi_transport_mem_dereg(&mem[k]);
     }
     free(mem);
+    int mrc = nmsgs ? hashi_waitall_internal(nmsgs, msgs) : MPI_SUCCESS;
+    free(msgs);
+    rc = rc != MPI_SUCCESS ? rc : mrc;
     if (rc == MPI_SUCCESS)
         hashi_dn_stats.coll_exchanges++;
     return rc;
@@ -2290,6 +2319,9 @@ int hashi_dn_coll_init(size_t flags_end, char *err, size_t errlen)
     co.max_bytes = (size_t)hashi_param_int(HASHI_P_DIMMNET_COLL_MAX);
     /* The caller's rule (select.c): both sides of the choice read one parameter. */
     co.segments_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_SEGMENTS_MIN);
+    co.exchange_read_min = (size_t)hashi_param_int(HASHI_P_COLL_DEVICE_EXCHANGE_READ_MIN);
+    if (!co.exchange_read_min)
+        co.exchange_read_min = SIZE_MAX;
     const char *alg = hashi_param_str(HASHI_P_DIMMNET_BARRIER_ALG);
     co.barrier_alg = strcmp(alg, "rooted") == 0    ? BARRIER_ROOTED
                      : strcmp(alg, "flat") == 0    ? BARRIER_FLAT

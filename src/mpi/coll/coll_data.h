@@ -185,17 +185,13 @@ struct hashi_coll_xside {
     const struct hashi_coll_blocks *b;
 };
 /* Whether blocking sparse exchanges on c go to the device (select.c:
- * HASHI_COLL_DEVICE_EXCHANGE; alltoallv: and no algorithm named), and from
- * how many bytes a pair's data goes by the device's reads (*read_min). */
-int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv, size_t *read_min);
+ * HASHI_COLL_DEVICE_EXCHANGE; alltoallv: and no algorithm named). */
+int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv);
 /* A blocking sparse exchange on the device: each member's blocks for one
  * peer are concatenated in order (packed unless one contiguous block), and
- * unpacked likewise on the other side. A pair's data between the device's
- * slot size and *read_min goes as one message of the collective's tag
- * instead (the eager copies beat a read there), after the device's part;
- * both ends choose by its length. The result, HASHI_DEVICE_COLL_DECLINE (no
- * entry, not allowed, or the device declines: the same on every member),
- * or an error class. */
+ * unpacked likewise on the other side. The result,
+ * HASHI_DEVICE_COLL_DECLINE (no entry, not allowed, or the device
+ * declines: the same on every member), or an error class. */
 int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
                                const struct hashi_coll_xside *recv);
 

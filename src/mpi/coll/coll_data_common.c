@@ -269,7 +269,9 @@ static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *p
 int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, const struct hashi_coll_blocks *mine,
                                const struct hashi_coll_blocks *all)
 {
-    if (!hashi_device->coll.exchange)
+    /* From 3 members: at 2 the generic path's one eager message beats
+     * the exchange's bookkeeping (8 B: 0.57 against 0.72 us). */
+    if (!hashi_device->coll.exchange || c->size < 3)
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, *peers = NULL;
     const int to_root[1] = { root };
@@ -292,62 +294,27 @@ int *hashi_coll_peers_but(int n, int skip)
     return peers;
 }
 
-/* Moves the blocks of *list (count) whose length is between the device's
- * slot size and read_min out of it into mid (appended at *nmid). */
-static int xside_split(struct hashi_device_block *list, int count, size_t read_min,
-                       struct hashi_device_block *mid, int *nmid)
-{
-    int kept = 0;
-    for (int d = 0; d < count; d++) {
-        if (list[d].bytes > hashi_device->coll.max_bytes && list[d].bytes < read_min)
-            mid[(*nmid)++] = list[d];
-        else
-            list[kept++] = list[d];
-    }
-    return kept;
-}
-
 int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
                                const struct hashi_coll_xside *recv)
 {
     int n = c->size;
-    size_t read_min;
-    if (!hashi_device->coll.exchange || n < 2 || !hashi_coll_device_exchange_ok(c, alltoallv, &read_min))
+    if (!hashi_device->coll.exchange || n < 2 || !hashi_coll_device_exchange_ok(c, alltoallv))
         return HASHI_DEVICE_COLL_DECLINE;
     struct xpeer *ps = malloc(2 * (size_t)n * sizeof *ps);
-    struct hashi_device_block *db = malloc(4 * (size_t)n * sizeof *db);
-    struct MPI_ABI_Request **reqs = malloc(2 * (size_t)n * sizeof *reqs);
+    struct hashi_device_block *db = malloc(2 * (size_t)n * sizeof *db);
     size_t staged = ps ? xside_count(send, n, ps) + xside_count(recv, n, ps + n) : 0, used = 0;
     char *staging = staged ? malloc(staged) : NULL;
-    if (!ps || !db || !reqs || (staged && !staging)) {
-        free(ps), free(db), free(reqs), free(staging);
+    if (!ps || !db || (staged && !staging)) {
+        free(ps), free(db), free(staging);
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     }
-    /* db: the device's sends, then its receives; from 2n: the messages'. */
-    struct hashi_device_block *mid_send = db + 2 * n, *mid_recv = db + 3 * n;
-    int nsends = xside_blocks(send, n, ps, staging, &used, 1, db), nmid_send = 0, nmid_recv = 0;
-    nsends = xside_split(db, nsends, read_min, mid_send, &nmid_send);
+    int nsends = xside_blocks(send, n, ps, staging, &used, 1, db);
     int nrecvs = xside_blocks(recv, n, ps + n, staging, &used, 0, db + nsends);
-    nrecvs = xside_split(db + nsends, nrecvs, read_min, mid_recv, &nmid_recv);
-    int rc = hashi_device->coll.exchange(db, nsends, db + nsends, nrecvs, c);
-    if (rc == MPI_SUCCESS) {
-        /* Every member takes the tag, with messages of its own or not. */
-        int tag = hashi_coll_next_tag(c), nreqs = 0;
-        uint32_t ctx = hashi_comm_coll_context(c);
-        for (int d = 0; d < nmid_recv && rc == MPI_SUCCESS; d++)
-            rc = hashi_irecv_internal(mid_recv[d].buf, (MPI_Count)mid_recv[d].bytes, MPI_BYTE, mid_recv[d].peer, tag,
-                                      c, ctx, &reqs[nreqs++]);
-        for (int d = 0; d < nmid_send && rc == MPI_SUCCESS; d++)
-            rc = hashi_isend_internal(mid_send[d].buf, (MPI_Count)mid_send[d].bytes, MPI_BYTE, mid_send[d].peer, tag,
-                                      c, ctx, &reqs[nreqs++]);
-        if (rc != MPI_SUCCESS)
-            reqs[--nreqs] = NULL;   /* the one that failed to start */
-        int wrc = hashi_waitall_internal(nreqs, reqs);
-        rc = rc != MPI_SUCCESS ? rc : wrc;
-    }
+    /* Every member takes the tag, whether the device uses it or declines. */
+    int rc = hashi_device->coll.exchange(db, nsends, db + nsends, nrecvs, c, hashi_coll_next_tag(c));
     if (rc == MPI_SUCCESS)
         xside_copy(recv, ps + n, staging, 0);
-    free(ps), free(db), free(reqs), free(staging);
+    free(ps), free(db), free(staging);
     return rc;
 }
 

@@ -423,15 +423,9 @@ enum hashi_alltoall_alg hashi_coll_alltoallv_alg(const struct MPI_ABI_Comm *c, s
     return alg == HASHI_ALLTOALL_BRUCK ? HASHI_ALLTOALL_SCATTERED : (enum hashi_alltoall_alg)alg;
 }
 
-int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv, size_t *read_min)
+int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv)
 {
     pthread_once(&conf_once, conf_load);
-    /* Blocks the device would read: from where its reads beat the
-     * schedules' messages, as for the alltoall (oversubscribed: later). */
-    *read_min = c->size > data_conf.device_read_ranks ? data_conf.many_read_min
-                                                      : data_conf.device_read_min[HASHI_DEVICE_ALLTOALL];
-    if (*read_min == 0)
-        *read_min = SIZE_MAX;   /* 0: never read */
     return data_conf.device_exchange &&
            (!alltoallv || forced(c, "hashi_coll_alltoallv", data_conf.alltoallv, NAMES(alltoall_names)) == FORCE_NONE);
 }
