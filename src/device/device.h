@@ -346,9 +346,11 @@ struct hashi_device_part_ops {
  * member attached (all agree: they see the same allgather). Then, per
  * target, the origin alone chooses: a contiguous run of a put or get to a
  * target for which reaches() is 1 goes through put / get, everything else
- * as messages. put / get start the transfer and call done(arg, error
- * class) from a later progress() once it is complete at the target (the
- * bytes visible there, or here for a get) and the local buffer is free;
+ * as messages. put / get start the transfer and call done(arg, status)
+ * from a later progress() once it is complete at the target (the bytes
+ * visible there, or here for a get) and the local buffer is free; status
+ * is 0 or a negative errno (-EINVAL: outside the registration, which the
+ * layer raises as MPI_ERR_RMA_RANGE; anything else MPI_ERR_OTHER);
  * the caller waits for that before any completion call (flush, unlock,
  * complete, fence) answers. No target code runs: the device writes into
  * the registered window memory. MPI_SUCCESS, or an error class when the
