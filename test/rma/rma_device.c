@@ -8,7 +8,7 @@
  * device-eligible operations this rank issued.
  *
  * argv[1]: device (every eligible op counted: the default cell, where all
- * ranks are on emu), generic (counters stay 0: HASHI_RMA_DEVICE=0, fabric
+ * ranks are on emu; argv[2]: HASHI_RMA_DEVICE_MIN as set, in bytes), generic (counters stay 0: HASHI_RMA_DEVICE=0, fabric
  * cells), any (no counters read: other devices and mixed layouts).
  * Ranks talk to their right neighbour (never themselves), so 2 and 4 ranks
  * run the same code.
@@ -20,6 +20,17 @@
 
 static int rank, size, right, left;
 static long long want_puts, want_gets;   /* device-eligible operations issued */
+static size_t device_min;                /* argv[2]: HASHI_RMA_DEVICE_MIN as set */
+
+/* An eligible run of `bytes` goes to the device if it is large enough. */
+static void count_put(size_t bytes)
+{
+    want_puts += bytes >= device_min;
+}
+static void count_get(size_t bytes)
+{
+    want_gets += bytes >= device_min;
+}
 
 static unsigned char pat(int who, int round, size_t i)
 {
@@ -59,12 +70,12 @@ static void fence_epochs(int allocate, size_t n, int round)
     memset(mem, 0, n);
     CHECK_MPI(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
     CHECK_MPI(MPI_Put(src, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win));
-    want_puts++;
+    count_put(n);
     CHECK_MPI(MPI_Win_fence(0, win));
     expect(mem, n, left, round, "fence put");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     CHECK_MPI(MPI_Get(back, (int)n, MPI_BYTE, right, 0, (int)n, MPI_BYTE, win));
-    want_gets++;
+    count_get(n);
     CHECK_MPI(MPI_Win_fence(0, win));
     expect(back, n, rank, round, "fence get");
 
@@ -83,7 +94,7 @@ static void fence_epochs(int allocate, size_t n, int round)
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     /* A strided origin into 32 contiguous target bytes: packed, then the device. */
     CHECK_MPI(MPI_Put(src, 1, every2, right, 0, 32, MPI_BYTE, win));
-    want_puts++;
+    count_put(32);
     CHECK_MPI(MPI_Win_fence(0, win));
     for (int i = 0; i < 32; i++)
         CHECK(mem[i] == pat(left, round, (size_t)i * 2), "strided origin byte %d is %u", i, mem[i]);
@@ -91,7 +102,7 @@ static void fence_epochs(int allocate, size_t n, int round)
     /* A get of 32 contiguous bytes into a strided origin. */
     memset(back, 0, 64);
     CHECK_MPI(MPI_Get(back, 1, every2, right, 0, 32, MPI_BYTE, win));
-    want_gets++;
+    count_get(32);
     CHECK_MPI(MPI_Win_fence(0, win));
     for (int i = 0; i < 64; i += 2)
         CHECK(back[i] == pat(rank, round, (size_t)i), "strided get byte %d is %u", i, back[i]);
@@ -133,8 +144,8 @@ static void other_epochs(int round)
     CHECK_MPI(MPI_Win_flush(right, win));
     CHECK_MPI(MPI_Get(back, N / 2, MPI_BYTE, right, 0, N / 2, MPI_BYTE, win));
     CHECK_MPI(MPI_Win_unlock(right, win));
-    want_puts++;
-    want_gets++;
+    count_put(N / 2);
+    count_get(N / 2);
     expect(back, N / 2, rank, round, "lock put/get");
 
     /* Request forms: the data is there (put: written; get: read) at MPI_Wait. */
@@ -146,14 +157,14 @@ static void other_epochs(int round)
     memset(back, 0, N);
     CHECK_MPI(MPI_Rget(back, N, MPI_BYTE, right, 0, N, MPI_BYTE, win, &rq[1]));
     CHECK_MPI(MPI_Wait(&rq[1], MPI_STATUS_IGNORE));
-    want_puts++;
-    want_gets++;
+    count_put(N / 2);
+    count_get(N);
     expect(back, N, rank, round, "rput/rget");
     /* A device put and a message accumulate to one target, one flush_all. */
     int add = 5;
     CHECK_MPI(MPI_Put(src, 64, MPI_BYTE, right, 64, 64, MPI_BYTE, win));
     CHECK_MPI(MPI_Accumulate(&add, 1, MPI_INT, right, 0, 1, MPI_INT, MPI_SUM, win));
-    want_puts++;
+    count_put(64);
     CHECK_MPI(MPI_Win_flush_all(win));
     CHECK_MPI(MPI_Win_unlock_all(win));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -175,7 +186,7 @@ static void other_epochs(int round)
     CHECK_MPI(MPI_Win_start(to, 0, win));
     fill(src, N, rank, round + 1);
     CHECK_MPI(MPI_Put(src, N, MPI_BYTE, right, 0, N, MPI_BYTE, win));
-    want_puts++;
+    count_put(N);
     CHECK_MPI(MPI_Win_complete(win));
     CHECK_MPI(MPI_Win_wait(win));
     expect(mem, N, left, round + 1, "pscw put");
@@ -207,8 +218,8 @@ static void exclusive_counter(void)
             v++;
             CHECK_MPI(MPI_Put(&v, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, win));
             CHECK_MPI(MPI_Win_unlock(0, win));
-            want_gets++;
-            want_puts++;
+            count_get(sizeof v);
+            count_put(sizeof v);
         }
     }
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -248,6 +259,7 @@ static void generic_windows(int round)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "any";
+    device_min = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 0;
     CHECK_MPI(MPI_Init(&argc, &argv));
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
