@@ -8,7 +8,8 @@
  * device-eligible operations this rank issued.
  *
  * argv[1]: device (every eligible op counted: the default cell, where all
- * ranks are on emu; argv[2]: HASHI_RMA_DEVICE_MIN as set, in bytes), generic (counters stay 0: HASHI_RMA_DEVICE=0, fabric
+ * ranks are on emu; argv[2], argv[3]: HASHI_RMA_DEVICE_MIN and _MAX as
+ * set, in bytes, 0 for no limit), generic (counters stay 0: HASHI_RMA_DEVICE=0, fabric
  * cells), any (no counters read: other devices and mixed layouts).
  * Ranks talk to their right neighbour (never themselves), so 2 and 4 ranks
  * run the same code.
@@ -20,16 +21,20 @@
 
 static int rank, size, right, left;
 static long long want_puts, want_gets;   /* device-eligible operations issued */
-static size_t device_min;                /* argv[2]: HASHI_RMA_DEVICE_MIN as set */
+static size_t device_min, device_max;    /* argv[2], argv[3]: HASHI_RMA_DEVICE_MIN, _MAX as set */
 
-/* An eligible run of `bytes` goes to the device if it is large enough. */
+/* An eligible run of `bytes` goes to the device if its size is in range. */
+static int in_range(size_t bytes)
+{
+    return bytes >= device_min && (!device_max || bytes <= device_max);
+}
 static void count_put(size_t bytes)
 {
-    want_puts += bytes >= device_min;
+    want_puts += in_range(bytes);
 }
 static void count_get(size_t bytes)
 {
-    want_gets += bytes >= device_min;
+    want_gets += in_range(bytes);
 }
 
 static unsigned char pat(int who, int round, size_t i)
@@ -260,6 +265,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "any";
     device_min = argc > 2 ? (size_t)strtoull(argv[2], NULL, 0) : 0;
+    device_max = argc > 3 ? (size_t)strtoull(argv[3], NULL, 0) : 0;
     CHECK_MPI(MPI_Init(&argc, &argv));
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
@@ -281,6 +287,7 @@ int main(int argc, char **argv)
     }
     for (int round = 0; round < 2; round++) {
         fence_epochs(round, 64, round);
+        fence_epochs(round, 16384, round);   /* in the default size range of the device path */
         fence_epochs(!round, 1 << 20, round);   /* above the message size and the direct-put threshold */
         other_epochs(round);
         generic_windows(round);

@@ -259,6 +259,7 @@ int rma_device_setup(struct rma_win *w)
         return MPI_SUCCESS;
     }
     w->dev_min = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MIN);
+    w->dev_max = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MAX);
     for (int r = 0; r < w->size; r++) {
         w->dev_reach[r] = w->peers[r].size > 0 && hashi_device->rma.reaches(hashi_comm_to_world(w->comm, r));
         w->dev_targets[r] = (struct rma_dev_target){ w, r };

@@ -389,7 +389,8 @@ static int rma_op(const struct op_args *a)
     /* One run to a target the device reaches: the device moves it, with no
      * message and no target code (move.c, "device path"). */
     int device = (a->kind == RMA_PUT || a->kind == RMA_GET) && !x.segs.failed && x.segs.n == 1 && w->dev_reach &&
-                 w->dev_reach[a->target] && (size_t)tbytes >= w->dev_min;
+                 w->dev_reach[a->target] && (size_t)tbytes >= w->dev_min &&
+                 (!w->dev_max || (size_t)tbytes <= w->dev_max);
     if (device)
         direct = 0;
     struct MPI_ABI_Request *ureq = NULL;

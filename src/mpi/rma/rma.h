@@ -169,7 +169,7 @@ struct rma_win {
     unsigned char *dev_reach;       /* per target: contiguous puts / gets go to the device; NULL: none */
     int *dev_pending;               /* per target: device operations not complete (also in pending) */
     struct rma_dev_target *dev_targets; /* per target: the completion argument of a plain device put */
-    size_t dev_min;                 /* smallest run the device takes (HASHI_RMA_DEVICE_MIN) */
+    size_t dev_min, dev_max;        /* runs the device takes (HASHI_RMA_DEVICE_MIN, _MAX; max 0: any) */
 };
 
 struct rma_dev_target {
