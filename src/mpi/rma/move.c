@@ -250,20 +250,26 @@ int rma_device_setup(struct rma_win *w)
         rma_device_detach(w);   /* every member sees the same: all generic */
         return MPI_SUCCESS;
     }
-    size_t n = w->size > 0 ? (size_t)w->size : 1;
-    w->dev_reach = calloc(n, 1);
-    w->dev_pending = calloc(n, sizeof *w->dev_pending);
-    w->dev_targets = calloc(n, sizeof *w->dev_targets);
-    if (!w->dev_reach || !w->dev_pending || !w->dev_targets) {
-        /* The choice is each origin's own: this one stays generic. */
-        rma_device_detach(w);
-        return MPI_SUCCESS;
-    }
     /* Peers' device puts write this memory with no instruction of ours:
      * under memcheck it is declared defined once, for the window's life
      * (reads of bytes nobody wrote go unflagged, rather than every put's). */
     if (w->dev_win)
         hashi_vg_written_by_peer(w->base, (size_t)w->win_size);
+    size_t n = w->size > 0 ? (size_t)w->size : 1;
+    w->dev_reach = calloc(n, 1);
+    w->dev_pending = calloc(n, sizeof *w->dev_pending);
+    w->dev_targets = calloc(n, sizeof *w->dev_targets);
+    if (!w->dev_reach || !w->dev_pending || !w->dev_targets) {
+        /* The choice is each origin's own: this one stays generic, while
+         * its memory stays registered for the others' device puts. */
+        free(w->dev_reach);
+        free(w->dev_pending);
+        free(w->dev_targets);
+        w->dev_reach = NULL;
+        w->dev_pending = NULL;
+        w->dev_targets = NULL;
+        return MPI_SUCCESS;
+    }
     w->dev_min = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MIN);
     w->dev_max = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MAX);
     for (int r = 0; r < w->size; r++) {
