@@ -340,6 +340,43 @@ struct hashi_device_part_ops {
     void (*free)(struct hashi_device_part *dp);
 };
 
+/*
+ * Optional one-sided communication a device moves itself (all entries or
+ * none; NULL: every operation is a request message of src/mpi/rma/move.c).
+ * At window creation (MPI_Win_create, MPI_Win_allocate with some memory)
+ * every member calls win_attach; the key travels with the allgather of
+ * (base, size, disp_unit), and the window uses the device only if every
+ * member attached (all agree: they see the same allgather). Then, per
+ * target, the origin alone chooses: a contiguous run of a put or get to a
+ * target for which reaches() is 1 goes through put / get, everything else
+ * as messages. put / get start the transfer and call done(arg, status)
+ * from a later progress() once it is complete at the target (the bytes
+ * visible there, or here for a get) and the local buffer is free; status
+ * is 0 or a negative errno (-EINVAL: outside the registration, which the
+ * layer raises as MPI_ERR_RMA_RANGE; anything else MPI_ERR_OTHER);
+ * the caller waits for that before any completion call (flush, unlock,
+ * complete, fence) answers. No target code runs: the device writes into
+ * the registered window memory. MPI_SUCCESS, or an error class when the
+ * transfer could not start (then done is never called).
+ */
+#define HASHI_DEVICE_RMA_KEY_MAX 32
+typedef void hashi_device_rma_done_fn(void *arg, int error);
+struct hashi_device_win;   /* the device's registration of one window's memory */
+struct hashi_device_rma_ops {
+    /* Register size (> 0) bytes at base; *key (at most
+     * HASHI_DEVICE_RMA_KEY_MAX bytes) is what peers pass to put / get.
+     * HASHI_DEVICE_P2P_DECLINE: not on this job (no peer the device
+     * reaches directly); an error class otherwise. */
+    int (*win_attach)(void *base, size_t size, struct hashi_device_win **dw, void *key);
+    void (*win_detach)(struct hashi_device_win *dw);
+    /* Whether put / get reach target_world (a member that attached). */
+    int (*reaches)(int target_world);
+    int (*put)(int target_world, const void *key, uint64_t offset, const void *src, size_t len,
+               hashi_device_rma_done_fn *done, void *arg);
+    int (*get)(int target_world, const void *key, uint64_t offset, void *dst, size_t len,
+               hashi_device_rma_done_fn *done, void *arg);
+};
+
 struct hashi_device_ops {
     const char *name;
     const char *description;
@@ -367,6 +404,8 @@ struct hashi_device_ops {
     struct hashi_device_coll_ops coll;
     /* Partitioned communication the device runs itself (all NULL: generic). */
     struct hashi_device_part_ops part;
+    /* One-sided communication the device moves itself (all NULL: generic). */
+    struct hashi_device_rma_ops rma;
 };
 
 /* What HASHI_DEVICE=auto picks, and why (hashi_info prints it). */

@@ -165,11 +165,16 @@ struct dn_stats {
      * whose offer this rank's receive accepted; PUSHes (a run of
      * consecutive partitions readied before the grant goes as one) */
     uint64_t part_puts, part_grants, part_early, part_accepted, part_pushes;
+    /* one-sided: contiguous MPI_Put / MPI_Get runs PUSHed / PULLed straight
+     * into / out of a peer's registered window (dimmnet_rma.c) */
+    uint64_t rma_puts, rma_gets;
 };
 
 /* Shared between the device's files. */
 extern struct dn_stats hashi_dn_stats;
 int hashi_dn_progress(void);
+/* The RMA entries (dimmnet_rma.c). */
+extern const struct hashi_device_rma_ops hashi_dn_rma_ops;
 
 /* LLCM collectives (dimmnet_coll.c). hashi_dn_coll_ops fills the device's
  * table from the parameters (at init); hashi_dn_coll_init lays the

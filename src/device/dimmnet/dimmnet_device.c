@@ -1646,6 +1646,8 @@ static const struct dn_counter dn_counters[] = {
     AM_COUNTER("regs_saved", hashi_am_regs_saved, "rendezvous that used their persistent request's registration instead of registering"),
     DN_COUNTER("llcm_exchanges", coll_exchanges,
                "sparse exchanges (v and w forms, neighbourhood collectives) on LLCM slots or reads"),
+    DN_COUNTER("rma_puts", rma_puts, "contiguous MPI_Put runs PUSHed straight into a peer's registered window"),
+    DN_COUNTER("rma_gets", rma_gets, "contiguous MPI_Get runs PULLed straight from a peer's registered window"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER
@@ -1797,6 +1799,7 @@ static int dn_init(char *err, size_t errlen)
     hashi_dn_coll_ops(&hashi_device_dimmnet.coll);
     /* Set even when HASHI_DIMMNET_PART is off: a receive still answers (declines) an offer. */
     hashi_device_dimmnet.part = dn_part_ops;
+    hashi_device_dimmnet.rma = hashi_dn_rma_ops;
     return 0;
 }
 

@@ -5,11 +5,16 @@
  * receives (w->comm's context_id, tag 0); a reply (data of a get, an
  * acknowledgement, a lock grant) comes back on w->reply_context under a tag the origin chose
  * and posted a receive for before sending the request. A device with RMA
- * entries (registered windows, PUSH / PULL) would take over here:
- * docs/device-interface.md, "RMA".
+ * entries (hashi_device->rma: registered windows, PUSH / PULL) takes the
+ * contiguous runs of puts and gets to the targets it reaches (below,
+ * "device path"; docs/rma.md).
  */
 #include "mpi/rma/rma.h"
 
+#include "runtime/params.h"
+#include "runtime/valgrind.h"
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,8 +135,15 @@ int rma_expect_reply(struct rma_win *w, int target, void *buf, size_t bytes, rma
     return MPI_SUCCESS;
 }
 
+static void wait_device(struct rma_win *w, int target);
+
 int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type)
 {
+    /* Its answer acknowledges what went before: device operations included,
+     * which the target knows nothing of, so they complete first (an unlock
+     * must not let another origin in before our puts landed). */
+    if (kind != RMA_LOCK)
+        wait_device(w, target);
     struct rma_hdr *h = calloc(1, sizeof *h);
     if (!h)
         return MPI_ERR_NO_MEM;
@@ -208,6 +220,177 @@ int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data
     }
     hashi_request_free(req);
     return MPI_SUCCESS;
+}
+
+/* ---- device path ---- */
+
+void rma_device_attach(struct rma_win *w, int flavor, void *base, MPI_Aint size, struct rma_peer *mine)
+{
+    const struct hashi_device_rma_ops *ops = &hashi_device->rma;
+    mine->dev_ok = 0;
+    if (!ops->win_attach || !hashi_param_int(HASHI_P_RMA_DEVICE) ||
+        (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE))
+        return;
+    if (size == 0) {
+        mine->dev_ok = 1;   /* nothing to reach: no operation ever targets it */
+        return;
+    }
+    if (ops->win_attach(base, (size_t)size, &w->dev_win, mine->dev_key) == MPI_SUCCESS)
+        mine->dev_ok = 1;
+    else
+        w->dev_win = NULL;
+}
+
+int rma_device_setup(struct rma_win *w)
+{
+    int all = 1;
+    for (int r = 0; r < w->size; r++)
+        all &= w->peers[r].dev_ok != 0;
+    if (!all) {
+        rma_device_detach(w);   /* every member sees the same: all generic */
+        return MPI_SUCCESS;
+    }
+    /* Peers' device puts write this memory with no instruction of ours:
+     * under memcheck it is declared defined once, for the window's life
+     * (reads of bytes nobody wrote go unflagged, rather than every put's). */
+    if (w->dev_win)
+        hashi_vg_written_by_peer(w->base, (size_t)w->win_size);
+    size_t n = w->size > 0 ? (size_t)w->size : 1;
+    w->dev_reach = calloc(n, 1);
+    w->dev_pending = calloc(n, sizeof *w->dev_pending);
+    w->dev_targets = calloc(n, sizeof *w->dev_targets);
+    if (!w->dev_reach || !w->dev_pending || !w->dev_targets) {
+        /* The choice is each origin's own: this one stays generic, while
+         * its memory stays registered for the others' device puts. */
+        free(w->dev_reach);
+        free(w->dev_pending);
+        free(w->dev_targets);
+        w->dev_reach = NULL;
+        w->dev_pending = NULL;
+        w->dev_targets = NULL;
+        return MPI_SUCCESS;
+    }
+    w->dev_min = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MIN);
+    w->dev_max = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MAX);
+    for (int r = 0; r < w->size; r++) {
+        w->dev_reach[r] = w->peers[r].size > 0 && hashi_device->rma.reaches(hashi_comm_to_world(w->comm, r));
+        w->dev_targets[r] = (struct rma_dev_target){ w, r };
+    }
+    return MPI_SUCCESS;
+}
+
+/* After MPI_Win_free's barrier (nobody reaches the memory any more). */
+void rma_device_detach(struct rma_win *w)
+{
+    if (w->dev_win)
+        hashi_device->rma.win_detach(w->dev_win);
+    w->dev_win = NULL;
+    free(w->dev_reach);
+    free(w->dev_pending);
+    free(w->dev_targets);
+    w->dev_reach = NULL;
+    w->dev_pending = NULL;
+    w->dev_targets = NULL;
+}
+
+/* The device's status (0 or -errno) as an error class. */
+static int device_error(int status)
+{
+    return status == 0 ? MPI_SUCCESS : status == -EINVAL ? MPI_ERR_RMA_RANGE : MPI_ERR_OTHER;
+}
+
+static void device_done_count(struct rma_win *w, int target, int error)
+{
+    w->pending[target]--;
+    w->dev_pending[target]--;
+    if (error != MPI_SUCCESS && w->error == MPI_SUCCESS)
+        w->error = error;
+}
+
+/* A put from the program's contiguous buffer with no request: nothing to free. */
+static void device_put_plain_done(void *arg, int status)
+{
+    struct rma_dev_target *t = arg;
+    device_done_count(t->w, t->target, device_error(status));
+}
+
+struct device_op {
+    struct rma_win *w;
+    int target;
+    void *owned;                     /* a put's packed copy, or NULL */
+    struct MPI_ABI_Request *ureq;    /* MPI_Rput's, or NULL */
+    rma_reply_fn *done;              /* a get's, or NULL */
+    void *arg;
+};
+
+static void device_op_done(void *arg, int status)
+{
+    struct device_op *d = arg;
+    int error = device_error(status);
+    device_done_count(d->w, d->target, error);
+    if (d->ureq) {
+        d->ureq->status.MPI_ERROR = error;
+        hashi_request_complete(d->ureq);
+    }
+    if (d->done)
+        d->done(d->arg, error);
+    free(d->owned);
+    free(d);
+}
+
+int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
+                   struct MPI_ABI_Request *ureq)
+{
+    hashi_device_rma_done_fn *done = device_put_plain_done;
+    void *arg = &w->dev_targets[target];
+    struct device_op *d = NULL;
+    if (owned || ureq) {
+        d = malloc(sizeof *d);
+        if (!d)
+            return MPI_ERR_NO_MEM;
+        *d = (struct device_op){ w, target, owned ? (void *)(uintptr_t)data : NULL, ureq, NULL, NULL };
+        done = device_op_done;
+        arg = d;
+    }
+    int world = hashi_comm_to_world(w->comm, target);
+    int rc = hashi_device->rma.put(world, w->peers[target].dev_key, (uint64_t)disp, data, bytes, done, arg);
+    if (rc != MPI_SUCCESS) {
+        free(d);   /* the caller frees an owned copy */
+        return rc;
+    }
+    w->pending[target]++;
+    w->dev_pending[target]++;
+    return MPI_SUCCESS;
+}
+
+int rma_device_get(struct rma_win *w, int target, int64_t disp, void *dst, size_t bytes, rma_reply_fn *done,
+                   void *arg)
+{
+    struct device_op *d = malloc(sizeof *d);
+    if (!d)
+        return MPI_ERR_NO_MEM;
+    *d = (struct device_op){ w, target, NULL, NULL, done, arg };
+    int world = hashi_comm_to_world(w->comm, target);
+    int rc = hashi_device->rma.get(world, w->peers[target].dev_key, (uint64_t)disp, dst, bytes, device_op_done, d);
+    if (rc != MPI_SUCCESS) {
+        free(d);
+        return rc;
+    }
+    w->pending[target]++;
+    w->dev_pending[target]++;
+    return MPI_SUCCESS;
+}
+
+static int device_in(void *arg)
+{
+    const struct rma_dev_target *t = arg;
+    return t->w->dev_pending[t->target] == 0;
+}
+
+static void wait_device(struct rma_win *w, int target)
+{
+    if (w->dev_pending && w->dev_pending[target])
+        hashi_progress_wait_until(device_in, &w->dev_targets[target]);
 }
 
 struct wait_arg {

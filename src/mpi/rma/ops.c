@@ -386,9 +386,16 @@ static int rma_op(const struct op_args *a)
      * received in place; a contiguous origin sends from the buffer itself,
      * which is then in use until the operation completes locally. */
     int direct = a->kind == RMA_PUT && !x.segs.failed && x.segs.n == 1 && tbytes >= RMA_DIRECT_MIN;
+    /* One run to a target the device reaches: the device moves it, with no
+     * message and no target code (move.c, "device path"). */
+    int device = (a->kind == RMA_PUT || a->kind == RMA_GET) && !x.segs.failed && x.segs.n == 1 && w->dev_reach &&
+                 w->dev_reach[a->target] && (size_t)tbytes >= w->dev_min &&
+                 (!w->dev_max || (size_t)tbytes <= w->dev_max);
+    if (device)
+        direct = 0;
     struct MPI_ABI_Request *ureq = NULL;
     if (!x.segs.failed && a->request)
-        ureq = new_request(!receives && !direct);
+        ureq = new_request(!receives && !direct && !device);
     if (x.segs.failed || (a->request && !ureq)) {
         free(x.segs.v);
         return hashi_err_win(func, win, MPI_ERR_NO_MEM, "out of memory");
@@ -416,7 +423,12 @@ static int rma_op(const struct op_args *a)
         x.g = g;
         x.result = g->stage ? g->stage : (char *)a->raddr + rt->true_lb;
     }
-    if (direct) {
+    if (device && a->kind == RMA_GET) {
+        x.g->left++;
+        rc = rma_device_get(w, a->target, x.segs.v[0].disp, x.result, (size_t)tbytes, chunk_done, x.g);
+        if (rc != MPI_SUCCESS)
+            x.g->left--;
+    } else if (direct || device) {
         const void *data = (const char *)a->oaddr + ot->true_lb;
         void *copy = NULL;
         if (!hashi_type_is_contig_count(ot, a->ocount)) {
@@ -424,8 +436,9 @@ static int rma_op(const struct op_args *a)
             if (copy)
                 hashi_type_pack(a->oaddr, a->ocount, ot, 0, copy, (size_t)tbytes);
         }
-        rc = data ? rma_put_direct(w, a->target, x.segs.v[0].disp, data, (size_t)tbytes, copy != NULL, ureq)
-                  : MPI_ERR_NO_MEM;
+        rc = !data     ? MPI_ERR_NO_MEM
+             : device ? rma_device_put(w, a->target, x.segs.v[0].disp, data, (size_t)tbytes, copy != NULL, ureq)
+                      : rma_put_direct(w, a->target, x.segs.v[0].disp, data, (size_t)tbytes, copy != NULL, ureq);
         if (rc != MPI_SUCCESS) {
             free(copy);
             if (ureq) {

@@ -31,6 +31,7 @@
 #include "mpi/info.h"
 #include "mpi/p2p.h"
 #include "mpi/request.h"
+#include "device/device.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,8 @@ struct rma_peer {
     uint64_t base;           /* its base address (shared windows: in its own mapping) */
     int64_t size;
     int64_t disp_unit;
+    int64_t dev_ok;          /* its device attach succeeded (the key is valid) */
+    unsigned char dev_key[HASHI_DEVICE_RMA_KEY_MAX];   /* hashi_device->rma's key to its memory */
 };
 
 /* A region attached to a dynamic window. */
@@ -160,6 +163,18 @@ struct rma_win {
     int reply_tag;                  /* the last reply tag handed out */
     int data_tag;                   /* the last direct put data tag */
     int error;                      /* first failure a target reported, raised by the next sync call */
+
+    /* ---- device path (move.c; docs/rma.md, "Device path") ---- */
+    struct hashi_device_win *dev_win;   /* this member's registration, or NULL */
+    unsigned char *dev_reach;       /* per target: contiguous puts / gets go to the device; NULL: none */
+    int *dev_pending;               /* per target: device operations not complete (also in pending) */
+    struct rma_dev_target *dev_targets; /* per target: the completion argument of a plain device put */
+    size_t dev_min, dev_max;        /* runs the device takes (HASHI_RMA_DEVICE_MIN, _MAX; max 0: any) */
+};
+
+struct rma_dev_target {
+    struct rma_win *w;
+    int target;
 };
 
 /* The window behind a handle, or NULL (checked magic). */
@@ -203,6 +218,22 @@ int rma_control(struct rma_win *w, int target, enum rma_kind kind, int lock_type
  * Counts in w->pending[target] until then. */
 int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
                    struct MPI_ABI_Request *ureq);
+/* The device path: `bytes` contiguous bytes to / from target's window at
+ * disp, as one device operation (w->dev_reach[target] is set). A put's data
+ * (owned: ours to free) and a get's destination are in use until the
+ * operation completes (counted in w->pending and w->dev_pending); then
+ * ureq (a put's MPI_Rput request) completes, or done(arg, error class) runs
+ * (a get). A FLUSH, UNLOCK or COMPLETE to the target waits for them first. */
+int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
+                   struct MPI_ABI_Request *ureq);
+int rma_device_get(struct rma_win *w, int target, int64_t disp, void *dst, size_t bytes, rma_reply_fn *done,
+                   void *arg);
+/* Window creation and free: register this member's memory with the device
+ * (mine->dev_ok, mine->dev_key), and after the allgather decide the path
+ * per target; release it. */
+void rma_device_attach(struct rma_win *w, int flavor, void *base, MPI_Aint size, struct rma_peer *mine);
+int rma_device_setup(struct rma_win *w);
+void rma_device_detach(struct rma_win *w);
 /* Drive progress until no reply from target (-1: any) is outstanding. */
 void rma_wait_replies(struct rma_win *w, int target);
 

@@ -40,6 +40,7 @@ int rma_rank_of_world(const struct rma_win *w, int world)
 
 static void win_destroy(struct rma_win *w)
 {
+    rma_device_detach(w);   /* before the memory goes */
     if (w->comm)
         hashi_comm_release(w->comm);
     if (w->reply_comm)
@@ -136,7 +137,11 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
                  !w->pending || (info != MPI_INFO_NULL && !w->info);
     /* Every member takes part in the exchange, so a failure here cannot
      * leave the others waiting: it is agreed on through the sizes. */
-    struct rma_peer mine = { (uint64_t)(uintptr_t)base, failed ? -1 : (int64_t)size, (int64_t)disp_unit };
+    struct rma_peer mine = { (uint64_t)(uintptr_t)base, failed ? -1 : (int64_t)size, (int64_t)disp_unit, 0, { 0 } };
+    /* The device's key travels with the rest: the device path is taken
+     * only if every member attached (rma_device_setup). */
+    if (!failed && size >= 0)
+        rma_device_attach(w, flavor, base, size, &mine);
     struct rma_peer *all = failed ? malloc((size_t)n * sizeof *all) : w->peers;
     if (!all) {
         if (w) {
@@ -177,7 +182,9 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     w->attr_flavor = flavor;
     w->attr_size = size;
     w->attr_disp_unit = disp_unit > INT32_MAX ? INT32_MAX : (int)disp_unit;
-    rc = rma_target_start(w);
+    rc = rma_device_setup(w);
+    if (rc == MPI_SUCCESS)
+        rc = rma_target_start(w);
     if (rc != MPI_SUCCESS) {
         win_destroy(w);
         return hashi_err_comm(func, ph, rc, "starting the window's target service failed");
