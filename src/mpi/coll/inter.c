@@ -198,6 +198,23 @@ int hashi_coll_inter_reduce(const struct hashi_coll_call *call, const void *send
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 
+/* The reductions' common middle: this group's reduction of sendbuf into
+ * mine at the local leader, then the two leaders swap theirs (into
+ * `theirs`, the leader's only). */
+static int reduce_and_swap(struct hashi_sched *s, struct MPI_ABI_Comm *c, const void *sendbuf, void *mine,
+                           void *theirs, MPI_Count count, MPI_Datatype type, MPI_Op op)
+{
+    int rc = local_reduce(s, c->local_comm, sendbuf, mine, count, type, op);
+    if (rc == MPI_SUCCESS)
+        rc = hashi_sched_fence(s);
+    if (rc == MPI_SUCCESS && c->rank == 0) {
+        rc = hashi_sched_send(s, mine, count, type, 0);
+        if (rc == MPI_SUCCESS)
+            rc = hashi_sched_recv(s, theirs, count, type, 0);
+    }
+    return rc == MPI_SUCCESS ? hashi_sched_fence(s) : rc;
+}
+
 int hashi_coll_inter_allreduce(const struct hashi_coll_call *call, const void *sendbuf, void *recvbuf,
                                MPI_Count count, MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
@@ -211,16 +228,7 @@ int hashi_coll_inter_allreduce(const struct hashi_coll_call *call, const void *s
     if (s && !tmp)
         rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
-        rc = local_reduce(s, c->local_comm, sendbuf, tmp, count, type, op);
-    if (rc == MPI_SUCCESS)
-        rc = hashi_sched_fence(s);
-    if (rc == MPI_SUCCESS && c->rank == 0) {
-        rc = hashi_sched_send(s, tmp, count, type, 0);
-        if (rc == MPI_SUCCESS)
-            rc = hashi_sched_recv(s, recvbuf, count, type, 0);
-    }
-    if (rc == MPI_SUCCESS)
-        rc = hashi_sched_fence(s);
+        rc = reduce_and_swap(s, c, sendbuf, tmp, recvbuf, count, type, op);
     if (rc == MPI_SUCCESS)
         rc = local_bcast(s, c->local_comm, recvbuf, count, type);
     return hashi_coll_call_finish(call, comm, s, rc);
@@ -271,16 +279,7 @@ int hashi_coll_inter_reduce_scatter(const struct hashi_coll_call *call, const vo
     if (s && (!mine || (c->rank == 0 && !theirs)))
         rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
-        rc = local_reduce(s, c->local_comm, sendbuf, mine, total, type, op);
-    if (rc == MPI_SUCCESS)
-        rc = hashi_sched_fence(s);
-    if (rc == MPI_SUCCESS && c->rank == 0) {
-        rc = hashi_sched_send(s, mine, total, type, 0);
-        if (rc == MPI_SUCCESS)
-            rc = hashi_sched_recv(s, theirs, total, type, 0);
-    }
-    if (rc == MPI_SUCCESS)
-        rc = hashi_sched_fence(s);
+        rc = reduce_and_swap(s, c, sendbuf, mine, theirs, total, type, op);
     if (rc == MPI_SUCCESS)
         rc = local_scatterv(s, c->local_comm, theirs, recvbuf, counts, type);
     return hashi_coll_call_finish(call, comm, s, rc);
