@@ -390,15 +390,12 @@ int hashi_coll_inter_gather(const struct hashi_coll_call *call, const void *send
             return rc;
         return run_linear(call, comm, c, NULL, &b);
     }
+    if (root != MPI_PROC_NULL &&
+        (rc = same_block_arg(call, comm, HASHI_COLL_SEND, sendbuf, scount, stype, &b)) != MPI_SUCCESS)
+        return rc;
     struct hashi_sched *s = hashi_sched_create(c);
-    if (root != MPI_PROC_NULL) {
-        if ((rc = same_block_arg(call, comm, HASHI_COLL_SEND, sendbuf, scount, stype, &b)) != MPI_SUCCESS) {
-            if (s)
-                hashi_sched_destroy(s);
-            return rc;
-        }
-        rc = s ? hashi_sched_send(s, sendbuf, scount, stype, root) : MPI_ERR_NO_MEM;
-    }
+    if (s && root != MPI_PROC_NULL)
+        rc = hashi_sched_send(s, sendbuf, scount, stype, root);
     return hashi_coll_call_finish(call, comm, s, rc);
 }
 
@@ -417,14 +414,11 @@ int hashi_coll_inter_scatter(const struct hashi_coll_call *call, const void *sen
             return rc;
         return run_linear(call, comm, c, &b, NULL);
     }
+    if (root != MPI_PROC_NULL &&
+        (rc = same_block_arg(call, comm, HASHI_COLL_RECV, recvbuf, rcount, rtype, &b)) != MPI_SUCCESS)
+        return rc;
     struct hashi_sched *s = hashi_sched_create(c);
-    if (root != MPI_PROC_NULL) {
-        if ((rc = same_block_arg(call, comm, HASHI_COLL_RECV, recvbuf, rcount, rtype, &b)) != MPI_SUCCESS) {
-            if (s)
-                hashi_sched_destroy(s);
-            return rc;
-        }
-        rc = s ? hashi_sched_recv(s, recvbuf, rcount, rtype, root) : MPI_ERR_NO_MEM;
-    }
+    if (s && root != MPI_PROC_NULL)
+        rc = hashi_sched_recv(s, recvbuf, rcount, rtype, root);
     return hashi_coll_call_finish(call, comm, s, rc);
 }

@@ -211,13 +211,11 @@ int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data
     }
     *d = (struct direct_send){ w, target, owned ? (void *)(uintptr_t)data : NULL, ureq };
     w->pending[target]++;
-    if (hashi_request_is_complete(req)) {
-        req->extra = d;
+    req->extra = d;
+    if (hashi_request_is_complete(req))
         direct_sent(req);
-    } else {
-        req->extra = d;
+    else
         req->on_complete = direct_sent;
-    }
     hashi_request_free(req);
     return MPI_SUCCESS;
 }
