@@ -237,6 +237,7 @@ struct am_peer {
     struct MPI_ABI_Request *ann_req;   /* our receive announced to it, outstanding (NULL: none) */
     void *ann_mem;          /* its buffer's registration */
     uint32_t ann_seq;       /* the message the announcement binds to */
+    uint8_t ann_revoking;   /* cancelled, the device asked the peer: its answer or ANN_DONE ends it */
     struct am_cancel *cancels;   /* its cancels of messages that have not arrived yet */
 };
 
@@ -1262,8 +1263,11 @@ void hashi_am_deliver(const void *msg, size_t len)
  * message k, so stashed later messages follow it in order. (b) Message k
  * arrives the usual way: the sender passed it without claiming; R stays
  * posted like any receive (ann_drop). (c) MPI_Cancel: revoke; if the sender
- * claimed first, the cancel fails and (a) completes R: it never waits for
- * the sender. While outstanding, R can only match message k (every
+ * claimed first, the cancel fails and (a) completes R. A device that has to
+ * ask the sender (fabric: no remote compare-and-swap) answers later: the
+ * sender withdrew it (hashi_am_ann_revoked: R cancelled), or (a), or (b)
+ * (R matches message k: the cancel fails). It never waits for the sender.
+ * While outstanding, R can only match message k (every
  * earlier message from s has arrived, later ones come after k), so (a),
  * (b) or (c) always ends it.
  */
@@ -1278,6 +1282,7 @@ static void ann_drop(struct am_peer *peer)
     buf_dereg(peer->ann_req, peer->ann_mem);
     peer->ann_mem = NULL;
     peer->ann_req = NULL;
+    peer->ann_revoking = 0;
 }
 
 /* Announce a receive just posted, if nothing could mis-match (above). */
@@ -1310,6 +1315,7 @@ static __attribute__((noinline)) void maybe_announce(struct MPI_ABI_Request *req
     peer->ann_req = req;
     peer->ann_mem = mem;
     peer->ann_seq = a.seq;
+    peer->ann_revoking = 0;
 }
 
 /* (a) The sender claimed our announcement and its data is there. */
@@ -1332,6 +1338,7 @@ static void ann_claimed(int src, struct MPI_ABI_Request *req)
     r->mem = peer->ann_mem;   /* complete_recv releases it, and the cookie */
     peer->ann_mem = NULL;
     peer->ann_req = NULL;
+    peer->ann_revoking = 0;   /* a cancel asked for meanwhile failed */
     r->peer_world = src;
     r->source = req->match.source;
     r->tag = tag;
@@ -1344,15 +1351,55 @@ static void ann_claimed(int src, struct MPI_ABI_Request *req)
 }
 
 /* (c) Withdraw req's announcement, if it has one. 1: none (any more); 0:
- * the sender claimed it, the receive completes when its data is there. */
+ * the sender claimed it, the receive completes when its data is there, or
+ * the device asked the sender, whose answer (hashi_am_ann_revoked) or claim
+ * (ANN_DONE) completes it later, from progress. While asked, R stays posted:
+ * message k arriving the usual way ends the announcement and matches R
+ * (the cancel then fails), as it would have without the announcement. */
 static int ann_revoke(struct MPI_ABI_Request *req)
 {
     int src = req->dest_world;
     if (src < 0 || src >= core.npeers || core.peers[src].ann_req != req)
         return 1;
-    if (!core.ann->revoke(src))
+    struct am_peer *peer = &core.peers[src];
+    if (peer->ann_revoking)
         return 0;
-    ann_drop(&core.peers[src]);
+    switch (core.ann->revoke(src)) {
+    case HASHI_AM_ANN_REVOKED:
+        ann_drop(peer);
+        return 1;
+    case HASHI_AM_ANN_ASKED:
+        peer->ann_revoking = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void complete_cancelled_recv(struct MPI_ABI_Request *req)
+{
+    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
+    req->status.MPI_TAG = MPI_ANY_TAG;
+    req->status.MPI_ERROR = MPI_SUCCESS;
+    hashi_status_set_bytes(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, 1);
+    hashi_request_complete(req);
+}
+
+int hashi_am_ann_revoked(int src)
+{
+    if (src < 0 || src >= core.npeers)
+        return 0;
+    struct am_peer *peer = &core.peers[src];
+    struct MPI_ABI_Request *req = peer->ann_req;
+    if (!req || !peer->ann_revoking)
+        return 0;   /* message k came the usual way first: the announcement is over */
+    ann_drop(peer);
+    if (!hashi_mq_cancel(&core.mq, &recv_state(req)->posted)) {
+        hashi_log("matching core: a receive announced to rank %d was not queued any more", src);
+        return 0;
+    }
+    complete_cancelled_recv(req);
     return 1;
 }
 
@@ -1784,12 +1831,7 @@ static int am_cancel_recv(struct MPI_ABI_Request *req)
         return 0;
     if (!hashi_mq_cancel(&core.mq, &r->posted))
         return 0;
-    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
-    req->status.MPI_TAG = MPI_ANY_TAG;
-    req->status.MPI_ERROR = MPI_SUCCESS;
-    hashi_status_set_bytes(&req->status, 0);
-    hashi_status_set_cancelled(&req->status, 1);
-    hashi_request_complete(req);
+    complete_cancelled_recv(req);
     return 1;
 }
 
