@@ -34,6 +34,11 @@
  *             the first byte lands, and cancels then (the test list cuts
  *             the put into 4 KiB pieces, one round trip each, so the rest
  *             and the claim's notice are still to come)
+ *   cancel_passed  an announced receive cancelled after the sender passed
+ *             its message k without claiming (an eager message of another
+ *             tag): the cancel succeeds (over fabric k overtakes the
+ *             revoke's answer, and the receive leaves before k is matched),
+ *             k is received by a later receive, the next announcement works
  *   race N    N rounds of a cancel racing the sender's claim at random
  *             delays: either outcome, never a hang, the message always
  *             received exactly once; the device's counters (MPI_T) must
@@ -340,6 +345,38 @@ static void mode_cancel(int progress)
     }
 }
 
+/* ---- cancel_passed: message k went the usual way before the revoke ---- */
+
+static void mode_cancel_passed(void)
+{
+    size_t n = 300000, small = 1000;
+    if (rank == 0) {
+        wait_go(1);
+        send_msg(small, 1, 6, 0, 0);   /* message k: eager, not the announced receive's tag */
+        wait_go(1);
+        send_msg(n, 1, 5, 1, 0);
+    } else if (rank == 1) {
+        unsigned char *a = guarded(n), *s = guarded(small);
+        MPI_Request rq;
+        MPI_Status st;
+        CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq));   /* announced for k */
+        go(0);
+        /* No progress: k is (almost always) sent before the cancel asks;
+         * either order must end in a cancelled receive. */
+        struct timespec pause = { 0, 200 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        CHECK(cancel_and_wait(&rq, &st), "an announced receive whose message went elsewhere was not cancelled");
+        check_untouched(a, n, "a cancelled receive's buffer");
+        CHECK_MPI(MPI_Irecv(s, (int)small, MPI_BYTE, 0, 6, MPI_COMM_WORLD, &rq));
+        expect_recv(&rq, s, small, small, 0, 6, 0, "message k after the cancel");
+        CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq));   /* announced for k + 1 */
+        go(0);
+        expect_recv(&rq, a, n, n, 0, 5, 1, "announced after the cancel");
+        guarded_free(a);
+        guarded_free(s);
+    }
+}
+
 /* ---- race: cancel against the claim ---- */
 
 static void spin_ns(long ns)
@@ -582,12 +619,14 @@ int main(int argc, char **argv)
         mode_anysrc();
     else if (strcmp(mode, "cancel") == 0)
         mode_cancel(argc > 2 && strcmp(argv[2], "progress") == 0);
+    else if (strcmp(mode, "cancel_passed") == 0)
+        mode_cancel_passed();
     else if (strcmp(mode, "race") == 0 && argc >= 3)
         mode_race(atoi(argv[2]));
     else if (strcmp(mode, "stress") == 0 && argc >= 4)
         mode_stress(atoi(argv[2]), (unsigned)strtoul(argv[3], NULL, 0));
     else
-        CHECK(0, "usage: dn_announce basic [small]|mismatch|eager|anysrc|cancel [progress]|race N|stress ROUNDS SEED");
+        CHECK(0, "usage: dn_announce basic [small]|mismatch|eager|anysrc|cancel [progress]|cancel_passed|race N|stress ROUNDS SEED");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     CHECK_MPI(MPI_T_finalize());
     printf("rank %d of %d ok\n", rank, size);
