@@ -1951,9 +1951,10 @@ static int dn_init(char *err, size_t errlen)
 
 /*
  * Receive-first announcements (HASHI_DIMMNET_ANNOUNCE, docs/dimmnet.md): the
- * largest receive announced to a peer on emu (0: none). on: every receive
- * above the eager limit, up to ANNOUNCE_MAX only when it is set; off: none;
- * auto: up to ANNOUNCE_MAX (8k) and below SPLIT_MIN, only while
+ * largest receive announced to a peer on emu (net 0) or on fabric (net 1);
+ * 0: none. on: every receive above the eager limit, up to ANNOUNCE_MAX only
+ * when it is set; off: none; auto, fabric: the same as on; auto, emu: up to
+ * ANNOUNCE_MAX (8k) and below SPLIT_MIN; auto only while
  * HASHI_DIMMNET_RNDV is auto (forced modes keep their handshake). Where the
  * split runs both cores copy, which beats one put without the CTS round
  * trip (4 ranks, 128 KiB / 1 MiB ping-pong 25.4-26.0 / 124-131 us split,
@@ -1961,16 +1962,23 @@ static int dn_init(char *err, size_t errlen)
  * windows at 8 ranks lost 2-5% while ping-pong won 4-13% ("Receive-first
  * announcements": figures), so auto keeps to where neither lost.
  */
-static size_t announce_max(void)
+static size_t announce_max(int net)
 {
     const char *mode = hashi_param_str(HASHI_P_DIMMNET_ANNOUNCE);
     size_t max = (size_t)hashi_param_int(HASHI_P_DIMMNET_ANNOUNCE_MAX);
+    int max_set = hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max;
     if (strcasecmp(mode, "off") == 0)
         return 0;
     if (strcasecmp(mode, "on") == 0)
-        return hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max ? max : SIZE_MAX;
+        return max_set ? max : SIZE_MAX;
     if (strcasecmp(hashi_param_str(HASHI_P_DIMMNET_RNDV), "auto") != 0)
         return 0;
+    /* Fabric peers read rendezvous data (PULL, no split): a claimed put
+     * saves the RTS and the read request, which won the receive-first
+     * ping-pong at every rendezvous size on both providers ("Announcements
+     * over fabric": figures), so auto takes every size there. */
+    if (net)
+        return max_set ? max : SIZE_MAX;
     size_t split = (size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN);
     return split && max >= split ? split - 1 : max;
 }
@@ -2003,7 +2011,7 @@ static int dn_connect(char *err, size_t errlen)
      * after a CTS (HASHI_DIMMNET_FABRIC_RNDV, unless HASHI_DIMMNET_RNDV is set). */
     int net_get = !hashi_param_is_set(HASHI_P_DIMMNET_RNDV) &&
                   strcasecmp(hashi_param_str(HASHI_P_DIMMNET_FABRIC_RNDV), "pull") == 0;
-    size_t ann_max = announce_max();
+    size_t ann_max = announce_max(0), net_ann_max = announce_max(1);
     for (int r = 0; r < dn.npeers; r++) {
         struct dn_peer *p = &dn.peers[r];
         int net = hashi_tl(r) && hashi_tl(r)->id == HASHI_TL_FABRIC;
@@ -2023,8 +2031,9 @@ static int dn_connect(char *err, size_t errlen)
             hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
         /* Announcements: on emu we write and swap the peer's LLCM words ourselves; over
          * fabric its progress does (DN_LLCM, DN_REVOKE), so a cancel asks it. */
-        p->ann_ok = ann_max && r != hashi_job.rank && tl && (net || (tl->llcm_write && tl->llcm_cmpxchg)) &&
-                    hashi_am_core_set_peer_announce(r, ann_max) == 0;
+        size_t peer_ann_max = net ? net_ann_max : ann_max;
+        p->ann_ok = peer_ann_max && r != hashi_job.rank && tl && (net || (tl->llcm_write && tl->llcm_cmpxchg)) &&
+                    hashi_am_core_set_peer_announce(r, peer_ann_max) == 0;
     }
     size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
     if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
