@@ -7,6 +7,8 @@
  *   p2p_bench bibw    [max_bytes]   windows both ways at once (MB/s)
  *   p2p_bench mrate   [max_bytes]   messages per second, window of 64
  *   p2p_bench paper   [max_bytes]   DIMMnet paper's ping-pong: Irecv, Barrier, Send, Wait
+ *   p2p_bench prelat  [max_bytes]   ping-pong with the next receive posted before the send
+ *                                   (receive-first every time: Irecv, Send, Wait)
  *   p2p_bench plat    [max_bytes]   ping-pong with persistent requests made once per size
  *                                   (Start of the receive, then of the send, Waitall)
  *   p2p_bench pbw     [max_bytes]   the bw window with 64 persistent sends and receives
@@ -98,6 +100,39 @@ static double window(char *sbuf, char *rbuf, size_t bytes, int rank, int iters, 
         }
     }
     return (MPI_Wtime() - t0) / iters;
+}
+
+/* Ping-pong in which each side posts its next receive before it sends, as
+ * codes that post receives early do (two receive buffers in turn): every
+ * message finds its receive posted, and posted before the message it
+ * answers left. The receive left posted at the end is cancelled. */
+static double preposted_latency(char *sbuf, char *rbuf, size_t bytes, int rank, int iters)
+{
+    int warm = iters / 10 + 1, other = 1 - rank;
+    double t0 = 0;
+    MPI_Request req;
+    MPI_Irecv(rbuf, (int)bytes, MPI_CHAR, other, 1, pair, &req);
+    for (int i = 0; i < iters + warm; i++) {
+        if (i == warm) {
+            /* Not a barrier: its messages would come between a posted receive and its message. */
+            t0 = MPI_Wtime();
+        }
+        char *next = rbuf + (size_t)((i + 1) & 1) * bytes;
+        if (rank == 0) {
+            MPI_Send(sbuf, (int)bytes, MPI_CHAR, 1, 1, pair);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            MPI_Irecv(next, (int)bytes, MPI_CHAR, other, 1, pair, &req);
+        } else {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            MPI_Irecv(next, (int)bytes, MPI_CHAR, other, 1, pair, &req);
+            MPI_Send(sbuf, (int)bytes, MPI_CHAR, 0, 1, pair);
+        }
+    }
+    double t = (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+    MPI_Cancel(&req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Barrier(pair);
+    return t;
 }
 
 /* Persistent ping-pong: each side starts its receive, then (rank 0 at once,
@@ -224,7 +259,7 @@ int main(int argc, char **argv)
     }
     if (is_part && argc > 4 && atoi(argv[4]) > 0)
         PART_N = atoi(argv[4]);
-    size_t span = is_window ? max * WINDOW : is_part ? max * (size_t)PART_N : max;
+    size_t span = is_window ? max * WINDOW : is_part ? max * (size_t)PART_N : strcmp(mode, "prelat") == 0 ? 2 * max : max;
     char *sbuf = malloc(span ? span : 1), *rbuf = malloc(span ? span : 1);
     memset(sbuf, 'a', span ? span : 1);
     memset(rbuf, 'b', span ? span : 1);
@@ -237,7 +272,8 @@ int main(int argc, char **argv)
     } else {
         MPI_Comm_rank(pair, &rank);
         if (rank == 0) {
-            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0 || strcmp(mode, "plat") == 0)
+            if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0 || strcmp(mode, "plat") == 0 ||
+                strcmp(mode, "prelat") == 0)
                 printf("# %s\n# %-10s %12s\n", mode, "Size", "Latency(us)");
             else if (is_part)
                 printf("# %s: %d partitions of Size bytes\n# %-10s %12s\n", mode, PART_N, "Size", "Epoch(us)");
@@ -251,6 +287,8 @@ int main(int argc, char **argv)
             double value;
             if (strcmp(mode, "latency") == 0 || strcmp(mode, "paper") == 0) {
                 value = latency(sbuf, bytes, rank, iterations(bytes, 10000), strcmp(mode, "paper") == 0);
+            } else if (strcmp(mode, "prelat") == 0) {
+                value = preposted_latency(sbuf, rbuf, bytes, rank, iterations(bytes, 10000));
             } else if (strcmp(mode, "plat") == 0) {
                 value = persistent_latency(sbuf, rbuf, bytes, rank, iterations(bytes, 10000));
             } else if (strcmp(mode, "pbw") == 0) {

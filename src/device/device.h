@@ -90,7 +90,9 @@ struct hashi_device_p2p_ops {
     /*
      * Cancel a posted receive. Returns 1 if it was cancelled: the request is
      * then complete, with the cancelled flag set. Returns 0 if it had already
-     * matched: it completes normally (possibly later).
+     * matched: it completes normally (possibly later); or if only the peer
+     * can tell (DIMMnet's announcements over fabric): it completes later,
+     * cancelled or normally, without the caller waiting for the peer here.
      */
     int (*cancel_recv)(struct MPI_ABI_Request *req);
     /*

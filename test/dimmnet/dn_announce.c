@@ -29,9 +29,21 @@
  *             announcement), and one cancelled after the sender claimed it
  *             but before the data landed (the cancel fails, the receive
  *             completes with the data)
+ *   cancel progress  the same for peers on fabric, whose put lands only
+ *             through the receiver's progress: it polls (MPI_Iprobe) until
+ *             the first byte lands, and cancels then (the test list cuts
+ *             the put into 4 KiB pieces, one round trip each, so the rest
+ *             and the claim's notice are still to come)
+ *   cancel_passed  an announced receive cancelled after the sender passed
+ *             its message k without claiming (an eager message of another
+ *             tag): the cancel succeeds (over fabric k overtakes the
+ *             revoke's answer, and the receive leaves before k is matched),
+ *             k is received by a later receive, the next announcement works
  *   race N    N rounds of a cancel racing the sender's claim at random
  *             delays: either outcome, never a hang, the message always
- *             received exactly once
+ *             received exactly once; the device's counters (MPI_T) must
+ *             agree with each outcome (cancelled: one revoke; not: none,
+ *             at most one revoke lost)
  *   stress R SEED  every rank sends to every other, R rounds of random sizes
  *             (eager to 600 KiB) and tags, receives by specific tag or
  *             ANY_TAG, pre-posted (announced) or posted after the sends,
@@ -277,7 +289,7 @@ static int cancel_and_wait(MPI_Request *rq, MPI_Status *st)
     return cancelled;
 }
 
-static void mode_cancel(void)
+static void mode_cancel(int progress)
 {
     size_t n = 300000, big = 8 << 20;
     /* 1: cancelled before anything was sent: revoked. */
@@ -308,18 +320,60 @@ static void mode_cancel(void)
         MPI_Status st;
         CHECK_MPI(MPI_Irecv(a, (int)big, MPI_BYTE, 0, 4, MPI_COMM_WORLD, &rq));
         go(0);
-        /* Without progress (no MPI call): the last byte landing shows the
-         * sender claimed and is putting; its notice is not read yet. (Needs
-         * emu's single-copy put, the default: a staged put would wait for
-         * our progress.) */
         double t0 = MPI_Wtime();
-        while (*(volatile unsigned char *)(a + big - 1) != pattern(0, 1, big - 1))
-            CHECK(MPI_Wtime() - t0 < 20, "the claimed data did not land without progress (single-copy puts off?)");
+        if (progress) {
+            /* Fabric: the first piece landing shows the sender claimed;
+             * 2047 more pieces and the notice need round trips yet. */
+            while (*(volatile unsigned char *)a != pattern(0, 1, 0)) {
+                int flag;
+                CHECK_MPI(MPI_Iprobe(0, DONE_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+                CHECK(MPI_Wtime() - t0 < 20, "the claimed data did not start landing");
+            }
+        } else {
+            /* Without progress (no MPI call): the last byte landing shows the
+             * sender claimed and is putting; its notice is not read yet. (Needs
+             * emu's single-copy put, the default: a staged put would wait for
+             * our progress.) */
+            while (*(volatile unsigned char *)(a + big - 1) != pattern(0, 1, big - 1))
+                CHECK(MPI_Wtime() - t0 < 20, "the claimed data did not land without progress (single-copy puts off?)");
+        }
         CHECK(!cancel_and_wait(&rq, &st), "a claimed receive was cancelled");
         check_status(&st, 0, 4, big);
         verify(a, big, 0, 1, "claimed, then cancelled");
         check_guards(a, big);
         guarded_free(a);
+    }
+}
+
+/* ---- cancel_passed: message k went the usual way before the revoke ---- */
+
+static void mode_cancel_passed(void)
+{
+    size_t n = 300000, small = 1000;
+    if (rank == 0) {
+        wait_go(1);
+        send_msg(small, 1, 6, 0, 0);   /* message k: eager, not the announced receive's tag */
+        wait_go(1);
+        send_msg(n, 1, 5, 1, 0);
+    } else if (rank == 1) {
+        unsigned char *a = guarded(n), *s = guarded(small);
+        MPI_Request rq;
+        MPI_Status st;
+        CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq));   /* announced for k */
+        go(0);
+        /* No progress: k is (almost always) sent before the cancel asks;
+         * either order must end in a cancelled receive. */
+        struct timespec pause = { 0, 200 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        CHECK(cancel_and_wait(&rq, &st), "an announced receive whose message went elsewhere was not cancelled");
+        check_untouched(a, n, "a cancelled receive's buffer");
+        CHECK_MPI(MPI_Irecv(s, (int)small, MPI_BYTE, 0, 6, MPI_COMM_WORLD, &rq));
+        expect_recv(&rq, s, small, small, 0, 6, 0, "message k after the cancel");
+        CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &rq));   /* announced for k + 1 */
+        go(0);
+        expect_recv(&rq, a, n, n, 0, 5, 1, "announced after the cancel");
+        guarded_free(a);
+        guarded_free(s);
     }
 }
 
@@ -334,10 +388,19 @@ static void spin_ns(long ns)
     while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
 }
 
+/* The device's revoke counters on this rank. */
+static void revoke_counts(unsigned long long *revokes, unsigned long long *lost)
+{
+    int found_r, found_l;
+    *revokes = read_counter("dimmnet_revokes", &found_r);
+    *lost = read_counter("dimmnet_revokes_lost", &found_l);
+    CHECK(found_r && found_l, "no dimmnet_revokes / dimmnet_revokes_lost counters (not the dimmnet device?)");
+}
+
 static void mode_race(int rounds)
 {
     size_t n = 200000;
-    int cancelled_count = 0;
+    int cancelled_count = 0, lost_count = 0;
     srand(12345 + (unsigned)rank);
     for (int i = 0; i < rounds; i++) {
         long delay_ns = rand() % 3 ? (long)(rand() % 2000) * 1000 : 0;   /* up to 2 ms without progress */
@@ -348,10 +411,18 @@ static void mode_race(int rounds)
             unsigned char *a = guarded(n);
             MPI_Request rq;
             MPI_Status st;
+            unsigned long long rev0, lost0, rev1, lost1;
+            revoke_counts(&rev0, &lost0);
             CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 20, MPI_COMM_WORLD, &rq));
             go(0);
             spin_ns(delay_ns);
-            if (cancel_and_wait(&rq, &st)) {
+            int cancelled = cancel_and_wait(&rq, &st);
+            revoke_counts(&rev1, &lost1);
+            CHECK(rev1 - rev0 == (unsigned long long)cancelled && lost1 - lost0 <= (unsigned long long)!cancelled,
+                  "round %d: cancel %s, but %llu revokes and %llu lost ones counted", i,
+                  cancelled ? "succeeded" : "failed", rev1 - rev0, lost1 - lost0);
+            lost_count += (int)(lost1 - lost0);
+            if (cancelled) {
                 cancelled_count++;
                 check_untouched(a, n, "a cancelled receive's buffer");
                 CHECK_MPI(MPI_Irecv(a, (int)n, MPI_BYTE, 0, 20, MPI_COMM_WORLD, &rq));
@@ -365,7 +436,7 @@ static void mode_race(int rounds)
         }
     }
     if (rank == 1)
-        fprintf(stderr, "race: %d of %d cancels succeeded\n", cancelled_count, rounds);
+        fprintf(stderr, "race: %d of %d cancels succeeded, %d found the claim\n", cancelled_count, rounds, lost_count);
 }
 
 /* ---- stress ---- */
@@ -530,7 +601,9 @@ static void mode_stress(int rounds, unsigned seed)
 
 int main(int argc, char **argv)
 {
+    int provided;
     CHECK_MPI(MPI_Init(&argc, &argv));
+    CHECK_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -545,14 +618,17 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "anysrc") == 0)
         mode_anysrc();
     else if (strcmp(mode, "cancel") == 0)
-        mode_cancel();
+        mode_cancel(argc > 2 && strcmp(argv[2], "progress") == 0);
+    else if (strcmp(mode, "cancel_passed") == 0)
+        mode_cancel_passed();
     else if (strcmp(mode, "race") == 0 && argc >= 3)
         mode_race(atoi(argv[2]));
     else if (strcmp(mode, "stress") == 0 && argc >= 4)
         mode_stress(atoi(argv[2]), (unsigned)strtoul(argv[3], NULL, 0));
     else
-        CHECK(0, "usage: dn_announce basic [small]|mismatch|eager|anysrc|cancel|race N|stress ROUNDS SEED");
+        CHECK(0, "usage: dn_announce basic [small]|mismatch|eager|anysrc|cancel [progress]|cancel_passed|race N|stress ROUNDS SEED");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_T_finalize());
     printf("rank %d of %d ok\n", rank, size);
     CHECK_MPI(MPI_Finalize());
     return 0;

@@ -437,22 +437,11 @@ static void mode_bidir(int count, size_t bytes)
 /* A fabric transport counter (MPI_T), or -1 when the library has none. */
 static long long fabric_counter(const char *name)
 {
-    int idx, count, provided;
+    int provided, found;
     CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS, "MPI_T_init_thread");
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS) {
-        MPI_T_finalize();
-        return -1;
-    }
-    MPI_T_pvar_session s;
-    MPI_T_pvar_handle h;
-    unsigned long long v = 0;
-    CHECK(MPI_T_pvar_session_create(&s) == MPI_SUCCESS, "MPI_T_pvar_session_create");
-    CHECK(MPI_T_pvar_handle_alloc(s, idx, NULL, &h, &count) == MPI_SUCCESS, "MPI_T_pvar_handle_alloc(%s)", name);
-    CHECK(MPI_T_pvar_read(s, h, &v) == MPI_SUCCESS, "MPI_T_pvar_read(%s)", name);
-    MPI_T_pvar_handle_free(s, &h);
-    MPI_T_pvar_session_free(&s);
+    unsigned long long v = read_counter(name, &found);
     MPI_T_finalize();
-    return (long long)v;
+    return found ? (long long)v : -1;
 }
 
 static void mode_burst(int count)

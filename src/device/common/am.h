@@ -66,15 +66,21 @@ struct hashi_am_ann {
     unsigned char rkey[HASHI_AM_RKEY_MAX];   /* the buffer's key (rkey_size bytes) */
 };
 
+enum { HASHI_AM_ANN_CLAIMED = 0, HASHI_AM_ANN_REVOKED = 1, HASHI_AM_ANN_ASKED = 2 };
+
 struct hashi_am_ann_ops {
     /* Receiver: publish a in peer's memory (only one announcement to a peer
      * is outstanding at a time: the core publishes the next one after the
      * last was claimed, revoked or overtaken by message seq). 0, or -1 (not
      * now: the receive waits for the RTS as usual). */
     int (*publish)(int peer, const struct hashi_am_ann *a);
-    /* Receiver: withdraw the outstanding announcement to peer (cancel). 1:
-     * withdrawn, no claim can follow; 0: the sender already claimed it (its
-     * data and completion notice are on the way). Never waits for the peer. */
+    /* Receiver: withdraw the outstanding announcement to peer (cancel).
+     * HASHI_AM_ANN_REVOKED: withdrawn, no claim can follow; _CLAIMED: the
+     * sender already claimed it (its data and completion notice are on the
+     * way); _ASKED: the sender decides (a device without a remote
+     * compare-and-swap asks its progress), and the device later either calls
+     * hashi_am_ann_revoked() or the claim's notice arrives. Never waits for
+     * the peer. */
     int (*revoke)(int peer);
     /* Sender: peer's announcement to this rank, if one is valid for message
      * seq (a filled, token set). 1, or 0 (none). */
@@ -319,6 +325,13 @@ void hashi_am_deliver(const void *msg, size_t len);
 
 /* A notice (see hashi_am_ops.notice / put) arrived from world rank src. */
 void hashi_am_deliver_notice(int src, uint64_t value);
+
+/* The answer to an announcement revoke() left to peer (HASHI_AM_ANN_ASKED):
+ * withdrawn unclaimed, the receive is cancelled. The device passes only the
+ * answer for its latest announcement to peer. 1: a receive was cancelled;
+ * 0: the announcement had ended meanwhile (its message came the usual way
+ * and the receive matched it or stays posted): nothing to do. */
+int hashi_am_ann_revoked(int peer);
 
 /* The point-to-point table the core offers (fill hashi_device->p2p with it
  * after hashi_am_core_init; eager_limit is set by init). */

@@ -237,6 +237,7 @@ struct am_peer {
     struct MPI_ABI_Request *ann_req;   /* our receive announced to it, outstanding (NULL: none) */
     void *ann_mem;          /* its buffer's registration */
     uint32_t ann_seq;       /* the message the announcement binds to */
+    uint8_t ann_revoking;   /* cancelled, the device asked the peer: its answer or ANN_DONE ends it */
     struct am_cancel *cancels;   /* its cancels of messages that have not arrived yet */
 };
 
@@ -838,6 +839,8 @@ static int parse(const void *msg, size_t len, struct am_hdr *h)
 }
 
 static void ann_drop(struct am_peer *peer);
+static struct MPI_ABI_Request *ann_passed(struct am_peer *peer);
+static void complete_cancelled_recv(struct MPI_ABI_Request *req);
 static void ann_claimed(int src, struct MPI_ABI_Request *req);
 static int cancelled_in_flight(struct am_peer *peer, const struct am_hdr *h);
 
@@ -851,13 +854,16 @@ static void replay_early(struct am_peer *peer)
         peer->early = e->next;
         struct am_hdr eh;
         parse(e->msg, e->len, &eh);   /* checked when it arrived */
+        struct MPI_ABI_Request *cancelled = NULL;
         if (peer->ann_req && eh.seq == peer->ann_seq)
-            ann_drop(peer);
+            cancelled = ann_passed(peer);
         peer->recv_seq++;
         size_t hl = am_hdr_len(eh.type);
         if (!peer->cancels || !cancelled_in_flight(peer, &eh))
             arrival(&eh, e->msg + hl, e->len - hl);
         free(e);
+        if (cancelled)
+            complete_cancelled_recv(cancelled);
     }
 }
 
@@ -868,14 +874,17 @@ static void ordered_arrival(const struct am_hdr *h, const unsigned char *msg, si
         stash_early(peer, h, msg, len);
         return;
     }
+    struct MPI_ABI_Request *cancelled = NULL;
     if (peer->ann_req && h->seq == peer->ann_seq)
-        ann_drop(peer);   /* message k came the usual way: no claim can follow */
+        cancelled = ann_passed(peer);   /* message k came the usual way: no claim can follow */
     /* Counted before it is matched: a receive that its completion posts
      * (a schedule's next step) must not announce for this message. */
     peer->recv_seq++;
     size_t hl = am_hdr_len(h->type);
     if (!peer->cancels || !cancelled_in_flight(peer, h))
         arrival(h, msg + hl, len - hl);
+    if (cancelled)
+        complete_cancelled_recv(cancelled);
     replay_early(peer);
 }
 
@@ -1183,10 +1192,8 @@ static inline int eager_in_order(const unsigned char *msg, size_t len)
     if ((uint32_t)h.src_world >= (uint32_t)core.npeers)
         return 0;
     struct am_peer *peer = &core.peers[h.src_world];
-    if (h.seq != peer->recv_seq || peer->early || peer->cancels)
-        return 0;
-    if (peer->ann_req && h.seq == peer->ann_seq)
-        ann_drop(peer);   /* message k came the usual way: no claim can follow */
+    if (h.seq != peer->recv_seq || peer->early || peer->cancels || (peer->ann_req && h.seq == peer->ann_seq))
+        return 0;   /* (message k of an announcement: the general path ends it) */
     peer->recv_seq++;
     struct hashi_mq_posted *p = hashi_mq_match_arrival(&core.mq, h.context_id, h.source, h.tag);
     if (!p) {
@@ -1261,12 +1268,31 @@ void hashi_am_deliver(const void *msg, size_t len)
  * capacity bytes were put), leaves the queue, and counts as the arrival of
  * message k, so stashed later messages follow it in order. (b) Message k
  * arrives the usual way: the sender passed it without claiming; R stays
- * posted like any receive (ann_drop). (c) MPI_Cancel: revoke; if the sender
- * claimed first, the cancel fails and (a) completes R: it never waits for
- * the sender. While outstanding, R can only match message k (every
+ * posted like any receive (ann_passed). (c) MPI_Cancel: revoke; if the
+ * sender claimed first, the cancel fails and (a) completes R. A device that
+ * has to ask the sender (fabric: no remote compare-and-swap) answers later:
+ * the sender withdrew it (hashi_am_ann_revoked: R cancelled), or (a), or
+ * (b), which then cancels R before k is matched (no claim can follow any
+ * more). It never waits for the sender.
+ * While outstanding, R can only match message k (every
  * earlier message from s has arrived, later ones come after k), so (a),
  * (b) or (c) always ends it.
  */
+
+/* (b) Message k arrived the usual way (not matched yet): the announcement
+ * is over. A cancel asked meanwhile (ann_revoking) succeeds now: R leaves
+ * the queue before k is matched, so k cannot take it; the caller completes
+ * it once k is matched and counted (its completion may post receives),
+ * and the sender's late answer finds nothing asked. */
+static __attribute__((noinline)) struct MPI_ABI_Request *ann_passed(struct am_peer *peer)
+{
+    struct MPI_ABI_Request *req = peer->ann_req;
+    int cancel = peer->ann_revoking;
+    ann_drop(peer);
+    if (cancel && hashi_mq_cancel(&core.mq, &recv_state(req)->posted))
+        return req;
+    return NULL;
+}
 
 /* The outstanding announcement to this peer is over without a claim. */
 static void ann_drop(struct am_peer *peer)
@@ -1278,6 +1304,7 @@ static void ann_drop(struct am_peer *peer)
     buf_dereg(peer->ann_req, peer->ann_mem);
     peer->ann_mem = NULL;
     peer->ann_req = NULL;
+    peer->ann_revoking = 0;
 }
 
 /* Announce a receive just posted, if nothing could mis-match (above). */
@@ -1310,6 +1337,7 @@ static __attribute__((noinline)) void maybe_announce(struct MPI_ABI_Request *req
     peer->ann_req = req;
     peer->ann_mem = mem;
     peer->ann_seq = a.seq;
+    peer->ann_revoking = 0;
 }
 
 /* (a) The sender claimed our announcement and its data is there. */
@@ -1332,6 +1360,7 @@ static void ann_claimed(int src, struct MPI_ABI_Request *req)
     r->mem = peer->ann_mem;   /* complete_recv releases it, and the cookie */
     peer->ann_mem = NULL;
     peer->ann_req = NULL;
+    peer->ann_revoking = 0;   /* a cancel asked for meanwhile failed */
     r->peer_world = src;
     r->source = req->match.source;
     r->tag = tag;
@@ -1344,15 +1373,55 @@ static void ann_claimed(int src, struct MPI_ABI_Request *req)
 }
 
 /* (c) Withdraw req's announcement, if it has one. 1: none (any more); 0:
- * the sender claimed it, the receive completes when its data is there. */
+ * the sender claimed it, the receive completes when its data is there, or
+ * the device asked the sender, whose answer (hashi_am_ann_revoked) or claim
+ * (ANN_DONE) completes it later, from progress, or message k arriving the
+ * usual way does (ann_passed). R stays posted meanwhile, but can match
+ * only message k, and ann_passed takes it off before k is matched. */
 static int ann_revoke(struct MPI_ABI_Request *req)
 {
     int src = req->dest_world;
     if (src < 0 || src >= core.npeers || core.peers[src].ann_req != req)
         return 1;
-    if (!core.ann->revoke(src))
+    struct am_peer *peer = &core.peers[src];
+    if (peer->ann_revoking)
         return 0;
-    ann_drop(&core.peers[src]);
+    switch (core.ann->revoke(src)) {
+    case HASHI_AM_ANN_REVOKED:
+        ann_drop(peer);
+        return 1;
+    case HASHI_AM_ANN_ASKED:
+        peer->ann_revoking = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void complete_cancelled_recv(struct MPI_ABI_Request *req)
+{
+    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
+    req->status.MPI_TAG = MPI_ANY_TAG;
+    req->status.MPI_ERROR = MPI_SUCCESS;
+    hashi_status_set_bytes(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, 1);
+    hashi_request_complete(req);
+}
+
+int hashi_am_ann_revoked(int src)
+{
+    if (src < 0 || src >= core.npeers)
+        return 0;
+    struct am_peer *peer = &core.peers[src];
+    struct MPI_ABI_Request *req = peer->ann_req;
+    if (!req || !peer->ann_revoking)
+        return 0;   /* message k came the usual way first: the announcement is over */
+    ann_drop(peer);
+    if (!hashi_mq_cancel(&core.mq, &recv_state(req)->posted)) {
+        hashi_log("matching core: a receive announced to rank %d was not queued any more", src);
+        return 0;
+    }
+    complete_cancelled_recv(req);
     return 1;
 }
 
@@ -1784,12 +1853,7 @@ static int am_cancel_recv(struct MPI_ABI_Request *req)
         return 0;
     if (!hashi_mq_cancel(&core.mq, &r->posted))
         return 0;
-    req->status.MPI_SOURCE = MPI_ANY_SOURCE;
-    req->status.MPI_TAG = MPI_ANY_TAG;
-    req->status.MPI_ERROR = MPI_SUCCESS;
-    hashi_status_set_bytes(&req->status, 0);
-    hashi_status_set_cancelled(&req->status, 1);
-    hashi_request_complete(req);
+    complete_cancelled_recv(req);
     return 1;
 }
 

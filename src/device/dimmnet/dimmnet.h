@@ -19,7 +19,12 @@ enum dn_block_type {
     DN_MSG = 1,     /* a whole core message follows (header + payload) */
     DN_PKT,         /* one packet of a core message, into receive buffer `buf` at `offset` */
     DN_AREA_REQ,    /* the sender asks for its receive area at this rank (first use) */
-    DN_AREA         /* the answer: remote key, buffer count and size */
+    DN_AREA,        /* the answer: remote key, buffer count and size */
+    /* receive-first announcements towards peers on fabric, where only the
+     * owner's progress writes its LLCM: */
+    DN_LLCM,        /* bytes for the sender's flag area here, then the word publishing them (dn_llcm_msg) */
+    DN_REVOKE,      /* the receiver cancels: swap its announcement word (8 bytes follow) to revoked */
+    DN_REVOKED      /* the sender's answer: that word was still unclaimed and is revoked now */
 };
 #define DN_LAST 0x1u  /* DN_PKT: the message is complete; `total` is its length */
 
@@ -43,6 +48,15 @@ struct dn_area_msg {
     struct hashi_tl_rkey rkey;
     uint32_t nbufs, buf_size;
 };
+
+/* DN_LLCM: len bytes follow, for the sender's flag area at field (only the
+ * announcement's words, [ann, bufstat)); then, unless word_field is
+ * DN_LLCM_NO_WORD, word is stored at word_field (a release store). */
+struct dn_llcm_msg {
+    uint32_t field, len, word_field, reserved;
+    uint64_t word;
+};
+#define DN_LLCM_NO_WORD UINT32_MAX
 
 /* ---- LLCM layout (every rank's; offsets are the same job-wide) ----
  *   [0, DN_BARRIER_BYTES)          barrier epoch flags, one word per round
@@ -71,10 +85,13 @@ struct dn_area_msg {
  * A receive-first announcement (am.h, struct hashi_am_ann): receiver s
  * offers this rank (the sender) a posted receive's buffer for this rank's
  * message `seq` to s. s writes the body (llcm_write), then the word (AOTF,
- * a release store: the body is visible before it). The word:
+ * a release store: the body is visible before it); over fabric one DN_LLCM
+ * block that this rank's progress applies in that order. The word:
  *   bits 63-62  state: DN_ANN_VALID, then CLAIMED (this rank's local
  *               compare-and-swap, the claim) or REVOKED (s's remote
- *               compare-and-swap, MPI_Cancel); exactly one of them wins
+ *               compare-and-swap, MPI_Cancel; over fabric this rank's own
+ *               compare-and-swap on s's DN_REVOKE, answered by
+ *               DN_REVOKED when it won); exactly one of them wins
  *   bits 61-32  generation (s counts its announcements to this rank)
  *   bits 31-0   seq, the one message it binds to
  * The claimer compares the whole word, so a body read while s replaced a
@@ -103,7 +120,7 @@ struct dn_flag_area {
     uint64_t notices_read; /* this rank's notices s has consumed (notice-ring credit) */
     uint64_t reserved;
     uint64_t notice[DN_NOTICE_SLOTS]; /* DN_VALID | core notice; 0 = empty */
-    struct dn_ann ann;   /* s, receiving, announces a buffer for our next message to it (emu peers) */
+    struct dn_ann ann;   /* s, receiving, announces a buffer for our next message to it */
     int64_t ann_tag;     /* s, sending, claimed our announcement: its message's tag and size, */
     uint64_t ann_size;   /* stored before the claim's put, read on its ANN_DONE notice */
     uint64_t bufstat[];  /* per buffer of this rank's receive area for s: DN_VALID | length (PUSH signal) */

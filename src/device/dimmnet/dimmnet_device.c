@@ -114,10 +114,14 @@ struct dn_peer {
     uint64_t freed_batch, notices_batch; /* credit counts stored there once this many are due */
     /* as a receiver: the words a poll of its flag area reads next (peer_has_news) */
     const uint64_t *notice_next, *bufstat_next;
-    /* receive-first announcements (emu peers: their LLCM words can be swapped remotely) */
+    /* receive-first announcements (emu: we swap its LLCM word remotely; fabric: its progress
+     * applies our DN_LLCM / DN_REVOKE blocks and answers DN_REVOKED) */
     int ann_ok;
     uint32_t ann_gen;           /* our announcements to it so far */
     uint64_t ann_word;          /* the word of the last one (what revoke expects) */
+    int ann_asked;              /* fabric: we asked it to revoke ann_word, no answer yet */
+    uint64_t revoke_out;        /* fabric: a DN_REVOKE of this word still to send (0: none) */
+    uint64_t revoked_out;       /* fabric: our DN_REVOKED answer still to send (0: none) */
 };
 
 struct dn_stage {
@@ -756,8 +760,107 @@ static void dn_mem_dereg(void *mem)
 
 /* ------------------------------------------ receive-first announcements */
 
-/* Receiver: our announcement into our flag area at the peer (its LLCM, by
- * emu's llcm_write), published by the word's AOTF (a release store). */
+/*
+ * len bytes into our flag area at the peer (field: their offset in it),
+ * then, unless word_field is DN_LLCM_NO_WORD, the word that publishes them.
+ * emu stores them itself (llcm_write; the word's AOTF is a release store
+ * landing after them); over fabric only the owner's progress writes its
+ * LLCM, so one DN_LLCM block carries both and on_block applies them in the
+ * same order. 0, -EAGAIN (no room now), or -1.
+ */
+static int flag_area_store(int peer, size_t field, const void *data, size_t len, size_t word_field, uint64_t word)
+{
+    const struct hashi_tl_ops *tl = hashi_tl(peer);
+    if (tl->llcm_write) {
+        if (tl->llcm_write(peer, remote_flag_offset(field), data, len) != 0)
+            return -1;
+        return word_field == DN_LLCM_NO_WORD ? 0 : aotf(peer, remote_flag_offset(word_field), word);
+    }
+    struct dn_hdr h = { .type = DN_LLCM, .pgid = dn.pgid };
+    struct dn_llcm_msg m = { .field = (uint32_t)field, .len = (uint32_t)len, .word_field = (uint32_t)word_field,
+                             .word = word };
+    size_t total = DN_HDR_SIZE + sizeof m + len;
+    int rc;
+    unsigned char *slot = tl->block_alloc(peer, total, &rc);
+    if (!slot)
+        return rc;
+    memcpy(slot, &h, DN_HDR_SIZE);
+    memcpy(slot + DN_HDR_SIZE, &m, sizeof m);
+    memcpy(slot + DN_HDR_SIZE + sizeof m, data, len);
+    tl->block_kick(peer, total);
+    hashi_dn_stats.botf++;
+    return 0;
+}
+
+/* The sender's side of flag_area_store over fabric: a peer's DN_LLCM block
+ * into its flag area here, limited to the announcement's words. */
+static void llcm_block_arrived(int src, const unsigned char *body, size_t body_len)
+{
+    struct dn_llcm_msg m;
+    const size_t lo = offsetof(struct dn_flag_area, ann), hi = offsetof(struct dn_flag_area, bufstat);
+    if (body_len >= sizeof m)
+        memcpy(&m, body, sizeof m);
+    if (body_len < sizeof m || m.len != body_len - sizeof m || m.field < lo || m.field > hi || m.len > hi - m.field ||
+        (m.word_field != DN_LLCM_NO_WORD && (m.word_field < lo || m.word_field > hi - 8 || m.word_field % 8))) {
+        hashi_log("dimmnet: dropping an LLCM store from rank %d outside its announcement words", src);
+        return;
+    }
+    unsigned char *f = (unsigned char *)flags_of(src);
+    memcpy(f + m.field, body + sizeof m, m.len);
+    if (m.word_field != DN_LLCM_NO_WORD)
+        __atomic_store_n((uint64_t *)(void *)(f + m.word_field), m.word, __ATOMIC_RELEASE);
+}
+
+/* A DN_REVOKE or DN_REVOKED block naming an announcement word. */
+static int send_ann_word(int peer, uint8_t type, uint64_t word)
+{
+    struct {
+        struct dn_hdr h;
+        uint64_t word;
+    } msg = { .h = { .type = type, .pgid = dn.pgid }, .word = word };
+    int rc = hashi_tl_block_send(peer, &msg, sizeof msg, NULL, 0);
+    if (rc == 0)
+        hashi_dn_stats.botf++;
+    else if (rc != -EAGAIN)
+        hashi_log("dimmnet: sending an announcement's %s to rank %d failed (%d)",
+                  type == DN_REVOKE ? "revoke" : "revoke answer", peer, rc);
+    return rc;
+}
+
+/* Sender, fabric: the receiver cancels the announcement whose word it
+ * names. Our compare-and-swap against our own claim settles it: won, the
+ * receive is cancelled (answer DN_REVOKED); lost, we claimed it (the
+ * data and ANN_DONE are under way) or a newer announcement replaced it
+ * (the receiver ignores answers but the last): no answer. */
+static void ann_revoke_arrived(int src, uint64_t word)
+{
+    uint64_t expected = word;
+    if ((word & DN_ANN_STATE) != DN_ANN_VALID ||
+        !__atomic_compare_exchange_n(&flags_of(src)->ann.word, &expected, (word & ~DN_ANN_STATE) | DN_ANN_REVOKED, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    struct dn_peer *p = &dn.peers[src];
+    if (send_ann_word(src, DN_REVOKED, word) != 0) {
+        p->revoked_out = word;   /* progress sends it (flush_queues) */
+        waiting_add(src);
+    }
+}
+
+/* Receiver, fabric: the sender's answer. Only the one for our last
+ * announcement, still asked, counts; the core ignores it if the message
+ * came the usual way meanwhile (the cancel then failed). */
+static void ann_revoked_arrived(int src, uint64_t word)
+{
+    struct dn_peer *p = &dn.peers[src];
+    if (!p->ann_asked || word != p->ann_word)
+        return;
+    p->ann_asked = 0;
+    if (hashi_am_ann_revoked(src))
+        hashi_dn_stats.revokes++;
+}
+
+/* Receiver: our announcement into our flag area at the peer, published by
+ * its word (flag_area_store). */
 static int ann_publish(int peer, const struct hashi_am_ann *a)
 {
     struct dn_peer *p = &dn.peers[peer];
@@ -769,39 +872,50 @@ static int ann_publish(int peer, const struct hashi_am_ann *a)
     };
     memcpy(&body.rkey, a->rkey, sizeof body.rkey);
     size_t off = offsetof(struct dn_ann, context_id);
-    if (hashi_tl(peer)->llcm_write(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann) + off),
-                                   (const unsigned char *)&body + off, sizeof body - off) != 0)
+    uint32_t gen = (p->ann_gen + 1) & DN_ANN_GEN_MASK;
+    uint64_t word = DN_ANN_VALID | (uint64_t)gen << 32 | a->seq;
+    if (flag_area_store(peer, offsetof(struct dn_flag_area, ann) + off, (const unsigned char *)&body + off,
+                        sizeof body - off, offsetof(struct dn_flag_area, ann.word), word) != 0)
         return -1;
-    uint64_t word = DN_ANN_VALID | (uint64_t)(++p->ann_gen & DN_ANN_GEN_MASK) << 32 | a->seq;
-    if (aotf(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann.word)), word) != 0)
-        return -1;
+    p->ann_gen = gen;
     p->ann_word = word;
+    p->ann_asked = 0;
     hashi_dn_stats.announces++;
     return 0;
 }
 
-/* Receiver: swap our announcement's word at the peer from valid to revoked,
- * unless the peer swapped it to claimed first. */
+/* Receiver: withdraw our announcement. emu: swap its word at the peer from
+ * valid to revoked, unless the peer swapped it to claimed first. fabric: ask
+ * the peer's progress to (DN_REVOKE); its answer or the claim's notice
+ * comes later. */
 static int ann_revoke(int peer)
 {
     struct dn_peer *p = &dn.peers[peer];
+    if (!hashi_tl(peer)->llcm_cmpxchg) {
+        p->ann_asked = 1;
+        if (send_ann_word(peer, DN_REVOKE, p->ann_word) != 0) {
+            p->revoke_out = p->ann_word;   /* progress sends it (flush_queues) */
+            waiting_add(peer);
+        }
+        return HASHI_AM_ANN_ASKED;
+    }
     uint64_t old;
     uint64_t revoked = (p->ann_word & ~DN_ANN_STATE) | DN_ANN_REVOKED;
     if (hashi_tl(peer)->llcm_cmpxchg(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann.word)), p->ann_word,
                                      revoked, &old) != 0) {
         hashi_log("dimmnet: revoking an announcement at rank %d failed; the receive stays posted", peer);
-        return 0;
+        return HASHI_AM_ANN_CLAIMED;
     }
     if (old == p->ann_word) {
         hashi_dn_stats.revokes++;
-        return 1;
+        return HASHI_AM_ANN_REVOKED;
     }
     if (old != ((p->ann_word & ~DN_ANN_STATE) | DN_ANN_CLAIMED))
         hashi_log("dimmnet: rank %d holds announcement word %#" PRIx64 ", not ours (%#" PRIx64 ")", peer, old,
                   p->ann_word);
     else
         hashi_dn_stats.revokes_lost++;
-    return 0;   /* claimed: its notice completes the receive */
+    return HASHI_AM_ANN_CLAIMED;   /* its notice completes the receive */
 }
 
 /* Sender: the peer's announcement in our LLCM, if it is valid for seq. */
@@ -843,29 +957,31 @@ static __attribute__((noinline, cold)) void ann_test_delay(void)
     while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)dn.ann_test_delay_us);
 }
 
-/* Sender: claim it (against the peer's revoke), then tell the peer our
- * message's tag and size; the put's notice, stored after the data, comes
- * later still. */
+/* Sender: tell the peer our message's tag and size, then claim (against
+ * the peer's revoke); the put's notice, stored after the data, comes later.
+ * The result goes first because over fabric its block may find no room:
+ * then the message goes by RTS and the announcement dies unclaimed. The
+ * peer reads the result only on the claim's notice, so one stored by a
+ * claim that then loses is never read. */
 static int ann_claim(int peer, const struct hashi_am_ann *a, int32_t tag, uint64_t size)
 {
     if (say_hello(peer) != 0)
         return 0;
     if (dn.ann_test_delay_us)
         ann_test_delay();   /* testing: widen the window between reading and claiming */
-    uint64_t expected = a->token;
-    if (!__atomic_compare_exchange_n(&flags_of(peer)->ann.word, &expected,
-                                     (a->token & ~DN_ANN_STATE) | DN_ANN_CLAIMED, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-        return 0;
     struct {
         int64_t tag;
         uint64_t size;
     } res = { tag, size };
     _Static_assert(offsetof(struct dn_flag_area, ann_size) == offsetof(struct dn_flag_area, ann_tag) + 8,
                    "the claim's result is two adjacent words");
-    if (hashi_tl(peer)->llcm_write(peer, remote_flag_offset(offsetof(struct dn_flag_area, ann_tag)), &res,
-                                   sizeof res) != 0)
-        hashi_log("dimmnet: storing a claim's result at rank %d failed", peer);
+    if (flag_area_store(peer, offsetof(struct dn_flag_area, ann_tag), &res, sizeof res, DN_LLCM_NO_WORD, 0) != 0)
+        return 0;
+    uint64_t expected = a->token;
+    if (!__atomic_compare_exchange_n(&flags_of(peer)->ann.word, &expected,
+                                     (a->token & ~DN_ANN_STATE) | DN_ANN_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return 0;
     hashi_dn_stats.claims++;
     return 1;
 }
@@ -873,6 +989,11 @@ static int ann_claim(int peer, const struct hashi_am_ann *a, int32_t tag, uint64
 /* Receiver, on the claim's notice: what the sender stored. */
 static void ann_result(int peer, int32_t *tag, uint64_t *size)
 {
+    struct dn_peer *p = &dn.peers[peer];
+    if (p->ann_asked) {   /* fabric: our revoke came after the claim */
+        p->ann_asked = 0;
+        hashi_dn_stats.revokes_lost++;
+    }
     const struct dn_flag_area *f = flags_of(peer);
     *tag = (int32_t)__atomic_load_n(&f->ann_tag, __ATOMIC_RELAXED);
     *size = __atomic_load_n(&f->ann_size, __ATOMIC_RELAXED);
@@ -898,6 +1019,14 @@ __attribute__((noinline)) static int flush_queues(void)
         struct dn_peer *p = &dn.peers[peer];
         if (p->area_answer && send_area_answer(peer) == 0)
             events++;
+        if (p->revoke_out && send_ann_word(peer, DN_REVOKE, p->revoke_out) == 0) {
+            p->revoke_out = 0;
+            events++;
+        }
+        if (p->revoked_out && send_ann_word(peer, DN_REVOKED, p->revoked_out) == 0) {
+            p->revoked_out = 0;
+            events++;
+        }
         while (p->n_head) {
             struct dn_op *op = p->n_head;
             int rc = try_other(peer, op);
@@ -931,7 +1060,7 @@ __attribute__((noinline)) static int flush_queues(void)
         }
         if (p->credit_dirty)
             return_credit(peer);
-        if (!p->q_head && !p->n_head && !p->credit_dirty && !p->area_answer) {
+        if (!p->q_head && !p->n_head && !p->credit_dirty && !p->area_answer && !p->revoke_out && !p->revoked_out) {
             p->queued = 0;
             dn.waiting[i] = dn.waiting[--dn.nwaiting];
         } else {
@@ -1068,6 +1197,23 @@ static void on_block(void *ctx, int src, const void *msg, size_t len)
         p->area_nbufs = m.nbufs;
         p->area_buf_size = m.buf_size;
         p->area = AREA_READY;
+        break;
+    }
+    case DN_LLCM:
+        llcm_block_arrived(src, body, body_len);
+        break;
+    case DN_REVOKE:
+    case DN_REVOKED: {
+        uint64_t word;
+        if (body_len < sizeof word) {
+            hashi_log("dimmnet: dropping a malformed announcement block from rank %d", src);
+            return;
+        }
+        memcpy(&word, body, sizeof word);
+        if (h.type == DN_REVOKE)
+            ann_revoke_arrived(src, word);
+        else
+            ann_revoked_arrived(src, word);
         break;
     }
     default:
@@ -1805,9 +1951,10 @@ static int dn_init(char *err, size_t errlen)
 
 /*
  * Receive-first announcements (HASHI_DIMMNET_ANNOUNCE, docs/dimmnet.md): the
- * largest receive announced to a peer on emu (0: none). on: every receive
- * above the eager limit, up to ANNOUNCE_MAX only when it is set; off: none;
- * auto: up to ANNOUNCE_MAX (8k) and below SPLIT_MIN, only while
+ * largest receive announced to a peer on emu (net 0) or on fabric (net 1);
+ * 0: none. on: every receive above the eager limit, up to ANNOUNCE_MAX only
+ * when it is set; off: none; auto, fabric: the same as on; auto, emu: up to
+ * ANNOUNCE_MAX (8k) and below SPLIT_MIN; auto only while
  * HASHI_DIMMNET_RNDV is auto (forced modes keep their handshake). Where the
  * split runs both cores copy, which beats one put without the CTS round
  * trip (4 ranks, 128 KiB / 1 MiB ping-pong 25.4-26.0 / 124-131 us split,
@@ -1815,16 +1962,23 @@ static int dn_init(char *err, size_t errlen)
  * windows at 8 ranks lost 2-5% while ping-pong won 4-13% ("Receive-first
  * announcements": figures), so auto keeps to where neither lost.
  */
-static size_t announce_max(void)
+static size_t announce_max(int net)
 {
     const char *mode = hashi_param_str(HASHI_P_DIMMNET_ANNOUNCE);
     size_t max = (size_t)hashi_param_int(HASHI_P_DIMMNET_ANNOUNCE_MAX);
+    int max_set = hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max;
     if (strcasecmp(mode, "off") == 0)
         return 0;
     if (strcasecmp(mode, "on") == 0)
-        return hashi_param_is_set(HASHI_P_DIMMNET_ANNOUNCE_MAX) && max ? max : SIZE_MAX;
+        return max_set ? max : SIZE_MAX;
     if (strcasecmp(hashi_param_str(HASHI_P_DIMMNET_RNDV), "auto") != 0)
         return 0;
+    /* Fabric peers read rendezvous data (PULL, no split): a claimed put
+     * saves the RTS and the read request, which won the receive-first
+     * ping-pong at every rendezvous size on both providers ("Announcements
+     * over fabric": figures), so auto takes every size there. */
+    if (net)
+        return max_set ? max : SIZE_MAX;
     size_t split = (size_t)hashi_param_int(HASHI_P_DIMMNET_SPLIT_MIN);
     return split && max >= split ? split - 1 : max;
 }
@@ -1857,7 +2011,7 @@ static int dn_connect(char *err, size_t errlen)
      * after a CTS (HASHI_DIMMNET_FABRIC_RNDV, unless HASHI_DIMMNET_RNDV is set). */
     int net_get = !hashi_param_is_set(HASHI_P_DIMMNET_RNDV) &&
                   strcasecmp(hashi_param_str(HASHI_P_DIMMNET_FABRIC_RNDV), "pull") == 0;
-    size_t ann_max = announce_max();
+    size_t ann_max = announce_max(0), net_ann_max = announce_max(1);
     for (int r = 0; r < dn.npeers; r++) {
         struct dn_peer *p = &dn.peers[r];
         int net = hashi_tl(r) && hashi_tl(r)->id == HASHI_TL_FABRIC;
@@ -1875,10 +2029,11 @@ static int dn_connect(char *err, size_t errlen)
         hashi_am_core_set_peer_eager(r, core_capped(net ? dn.net_eager : dn.eager));
         if (!net)   /* a read is one local copy (CMA) only on emu */
             hashi_am_core_set_bidir_pull(r, (size_t)hashi_param_int(HASHI_P_DIMMNET_BIDIR_PULL_MIN));
-        /* Announcements need the peer's LLCM word swapped without it (emu); over fabric an
-         * announced buffer could not be revoked, so those receives wait for the RTS. */
-        p->ann_ok = ann_max && !net && r != hashi_job.rank && tl && tl->llcm_write && tl->llcm_cmpxchg &&
-                    hashi_am_core_set_peer_announce(r, ann_max) == 0;
+        /* Announcements: on emu we write and swap the peer's LLCM words ourselves; over
+         * fabric its progress does (DN_LLCM, DN_REVOKE), so a cancel asks it. */
+        size_t peer_ann_max = net ? net_ann_max : ann_max;
+        p->ann_ok = peer_ann_max && r != hashi_job.rank && tl && (net || (tl->llcm_write && tl->llcm_cmpxchg)) &&
+                    hashi_am_core_set_peer_announce(r, peer_ann_max) == 0;
     }
     size_t stage_bytes = (size_t)DN_STAGE_SLOTS * dn.buf_size;
     if (posix_memalign((void **)&dn.stage.base, 64, stage_bytes) != 0) {
