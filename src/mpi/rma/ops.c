@@ -283,6 +283,42 @@ static const char *type_label(MPI_Datatype type)
     return t && t->name[0] ? t->name : "a derived datatype";
 }
 
+/* A node-local window (shm.c): the operation is loads and stores, done
+ * when this returns; the request forms return complete requests. */
+static int shm_op(const struct op_args *a, struct rma_win *w, const struct MPI_ABI_Datatype *tt,
+                  const struct MPI_ABI_Datatype *ot, const struct MPI_ABI_Datatype *rt, MPI_Datatype basic,
+                  const struct MPI_ABI_Datatype *bt, int64_t at, MPI_Count tbytes)
+{
+    struct rma_seg one;
+    struct seglist l = { 0 };
+    int elements = basic != MPI_BYTE;
+    if (hashi_type_is_contig_count(tt, a->tcount) && (!elements || bt->size == hashi_type_extent(bt))) {
+        /* One run, no list to build (the common case, kept cheap). */
+        one = (struct rma_seg){ at + tt->true_lb, elements ? tbytes / bt->size : tbytes };
+        l.v = &one;
+        l.n = 1;
+    } else {
+        byte_runs(&l, at, a->tcount, tt);
+        if (!l.failed && elements)
+            to_elements(&l, bt);
+        if (l.failed) {
+            free(l.v);
+            return hashi_err_win(a->func, a->win, MPI_ERR_NO_MEM, "out of memory");
+        }
+    }
+    int no_op = a->op == MPI_NO_OP;
+    struct rma_shm_op o = { .kind = a->kind, .target = a->target, .segs = l.v, .nseg = l.n,
+                            .bytes = (size_t)tbytes, .oaddr = no_op ? NULL : a->oaddr, .ocount = a->ocount,
+                            .ot = ot, .raddr = a->raddr, .rcount = a->rcount, .rt = rt, .compare = a->compare,
+                            .op = a->op, .basic = basic, .bt = bt };
+    int rc = rma_shm_op(w, &o);
+    if (l.v != &one)
+        free(l.v);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_win(a->func, a->win, rc, "the operation on rank %d failed", a->target);
+    return finish_now(a);
+}
+
 static int rma_op(const struct op_args *a)
 {
     int rc;
@@ -370,6 +406,8 @@ static int rma_op(const struct op_args *a)
     }
     if (tbytes == 0 || (no_op && a->kind == RMA_ACC))
         return finish_now(a);
+    if (w->shm_ctl)
+        return shm_op(a, w, tt, ot, rt, basic, bt, at, tbytes);
 
     struct xfer x = { .w = w, .target = a->target, .kind = a->kind, .basic = basic, .bt = bt, .op = a->op };
     if (sends) {
