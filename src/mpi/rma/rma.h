@@ -248,7 +248,10 @@ void rma_wait_replies(struct rma_win *w, int target);
 
 /* ---- sync.c ---- */
 /* Whether an operation on target may be issued now. */
-int rma_in_epoch(const struct rma_win *w, int target);
+static inline int rma_in_epoch(const struct rma_win *w, int target)
+{
+    return w->fence_epoch || w->lock_all || w->lock_type[target] != 0 || (w->access_epoch && w->access[target]);
+}
 /* Raise (and clear) a failure a target reported. */
 int rma_take_error(struct rma_win *w, const char *func);
 
@@ -261,6 +264,9 @@ struct rma_shm_ctl {
     _Atomic uint32_t completes;     /* MPI_Win_complete notices received, ever */
     unsigned char pad[48];
 };
+/* Operations done by loads and stores: the MPI_T counter rma_shm_ops
+ * (what the tests read to know the path). */
+extern uint64_t rma_shm_ops_count;
 /* Bytes of control the segment needs after the data, for n members. */
 size_t rma_shm_ctl_bytes(int n);
 /* Whether this member asks for a node-local window (HASHI_RMA_SHM, and

@@ -23,14 +23,13 @@
 
 #define RMA_SHM_WRITER 0x80000000u
 
-/* Operations done by loads and stores (what the tests read to know the path). */
-static uint64_t shm_ops;
+uint64_t rma_shm_ops_count;
 
 void hashi_rma_pvars_register(void)
 {
     static const struct hashi_pvar vars[] = {
         { "rma_shm_ops", "hashi_rma",
-          "one-sided operations done by loads and stores into a node-local window's shared segment", &shm_ops },
+          "one-sided operations done by loads and stores into a node-local window's shared segment", &rma_shm_ops_count },
     };
     (void)hashi_pvar_register(vars, 1);   /* out of memory: counted, unseen */
 }
@@ -254,7 +253,7 @@ static int shm_accumulate(struct rma_win *w, const struct rma_shm_op *o, char *b
 int rma_shm_op(struct rma_win *w, const struct rma_shm_op *o)
 {
     char *base = (char *)(uintptr_t)w->peers[o->target].base;
-    shm_ops++;
+    rma_shm_ops_count++;
     if (o->kind == RMA_PUT) {
         if (o->nseg == 1 && hashi_type_is_contig_count(o->ot, o->ocount)) {
             memcpy(base + o->segs[0].disp, (const char *)o->oaddr + o->ot->true_lb, o->bytes);

@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rma_in_epoch(const struct rma_win *w, int target)
-{
-    return w->fence_epoch || w->lock_all || w->lock_type[target] != 0 || (w->access_epoch && w->access[target]);
-}
-
 int rma_take_error(struct rma_win *w, const char *func)
 {
     int error = w->error;
