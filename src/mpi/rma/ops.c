@@ -722,10 +722,50 @@ int hashi_impl_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count
     return rc != MPI_SUCCESS ? rc : rma_op(GACC_ARGS("MPI_Rget_accumulate_c", request));
 }
 
+/* The integer types whose MPI_SUM is an addition modulo 2^bits. */
+static inline int plain_integer(MPI_Datatype t)
+{
+    return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
+           t == MPI_UNSIGNED_LONG_LONG || t == MPI_INT32_T || t == MPI_UINT32_T || t == MPI_INT64_T ||
+           t == MPI_UINT64_T || t == MPI_AINT || t == MPI_COUNT || t == MPI_OFFSET;
+}
+
+/* MPI_Fetch_and_op (SUM, REPLACE, NO_OP) and MPI_Compare_and_swap of one
+ * 4- or 8-byte integer on a node-local window, every argument valid: under
+ * the target's accumulate lock as every accumulate-family operation, only
+ * without rma_op's general machinery (about 1000 instructions). Anything
+ * else, an error to raise included, returns 0 for rma_op. */
+static inline int shm_fast_atomic(MPI_Win win, enum rma_kind kind, const void *oaddr, const void *compare,
+                                  void *raddr, MPI_Datatype type, int target, MPI_Aint tdisp, MPI_Op op)
+{
+    struct rma_win *w = rma_win_get(win);
+    if (!w || !w->shm_ctl || tdisp < 0 || target < 0 || target >= w->size || !raddr || !plain_integer(type) ||
+        !rma_in_epoch(w, target))
+        return 0;
+    enum rma_shm_atomic what = kind == RMA_CAS ? RMA_SHM_CAS
+                               : op == MPI_SUM ? RMA_SHM_SUM
+                               : op == MPI_REPLACE ? RMA_SHM_REPLACE
+                                                   : RMA_SHM_NO_OP;
+    if ((kind != RMA_CAS && op != MPI_SUM && op != MPI_REPLACE && op != MPI_NO_OP) ||
+        (what != RMA_SHM_NO_OP && !oaddr) || (kind == RMA_CAS && !compare))
+        return 0;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    const struct rma_peer *p = &w->peers[target];
+    int64_t at = (int64_t)tdisp * p->disp_unit;
+    if (!t || (t->size != 4 && t->size != 8) || at + t->size > p->size)
+        return 0;
+    rma_shm_atomic(w, target, (char *)(uintptr_t)p->base + at, (size_t)t->size, what,
+                   what == RMA_SHM_NO_OP ? NULL : oaddr, compare, raddr);
+    rma_shm_ops_count++;
+    return 1;
+}
+
 int hashi_impl_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
                             MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Fetch_and_op");
+    if (shm_fast_atomic(win, RMA_GACC, origin_addr, NULL, result_addr, datatype, target_rank, target_disp, op))
+        return MPI_SUCCESS;
     return rma_op(&(struct op_args){ .func = "MPI_Fetch_and_op", .win = win, .kind = RMA_GACC,
                                      .oaddr = origin_addr, .ocount = 1, .otype = datatype, .raddr = result_addr,
                                      .rcount = 1, .rtype = datatype, .target = target_rank, .tdisp = target_disp,
@@ -736,6 +776,9 @@ int hashi_impl_Compare_and_swap(const void *origin_addr, const void *compare_add
                                 MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Compare_and_swap");
+    if (shm_fast_atomic(win, RMA_CAS, origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp,
+                        MPI_REPLACE))
+        return MPI_SUCCESS;
     const char *why;
     if (hashi_type_check(datatype, 1, &why) == MPI_SUCCESS && !hashi_type_get(datatype)->predefined && rma_win_get(win))
         return hashi_err_win("MPI_Compare_and_swap", win, MPI_ERR_TYPE, "the datatype must be a predefined one");

@@ -296,6 +296,12 @@ struct rma_shm_op {
     const struct MPI_ABI_Datatype *bt;
 };
 int rma_shm_op(struct rma_win *w, const struct rma_shm_op *op);
+/* One integer of `size` (4 or 8) bytes at `at` in target's part, under its
+ * accumulate lock: result = old, then add / replace / nothing / swap if
+ * equal to *compare. */
+enum rma_shm_atomic { RMA_SHM_SUM, RMA_SHM_REPLACE, RMA_SHM_NO_OP, RMA_SHM_CAS };
+void rma_shm_atomic(struct rma_win *w, int target, char *at, size_t size, enum rma_shm_atomic what,
+                    const void *origin, const void *compare, void *result);
 /* Synchronization: a reader-writer word per target, PSCW counters. */
 void rma_shm_lock(struct rma_win *w, int target, int lock_type);
 void rma_shm_unlock(struct rma_win *w, int target);

@@ -217,6 +217,26 @@ int rma_shm_completed(struct rma_win *w, int consume)
 
 /* ---- operations ---- */
 
+void rma_shm_atomic(struct rma_win *w, int target, char *at, size_t size, enum rma_shm_atomic what,
+                    const void *origin, const void *compare, void *result)
+{
+    /* Integers as the low bytes of a uint64_t: addition modulo 2^(8 size)
+     * comes out right whatever the byte order and signedness. */
+    uint64_t old = 0, arg = 0, cmp = 0;
+    if (origin)
+        memcpy(&arg, origin, size);
+    if (compare)
+        memcpy(&cmp, compare, size);
+    struct rma_shm_ctl *c = &w->shm_ctl[target];
+    acc_lock(c);
+    memcpy(&old, at, size);
+    uint64_t val = what == RMA_SHM_SUM ? old + arg : arg;
+    if (what == RMA_SHM_SUM || what == RMA_SHM_REPLACE || (what == RMA_SHM_CAS && old == cmp))
+        memcpy(at, &val, size);
+    acc_unlock(c);
+    memcpy(result, &old, size);
+}
+
 /* Accumulate-family ops: under the target's accumulate lock, element runs
  * read into the result stream (get_accumulate, fetch_and_op, cas) and / or
  * combined with the origin stream. */
