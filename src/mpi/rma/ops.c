@@ -644,11 +644,47 @@ int hashi_impl_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype or
                        .otype = origin_datatype, .target = target_rank, .tdisp = target_disp,                   \
                        .tcount = target_count, .ttype = target_datatype, .op = op, .request = (req) }
 
+/* The integer types whose MPI_SUM is an addition modulo 2^bits. */
+static inline int plain_integer(MPI_Datatype t)
+{
+    return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
+           t == MPI_UNSIGNED_LONG_LONG || t == MPI_INT32_T || t == MPI_UINT32_T || t == MPI_INT64_T ||
+           t == MPI_UINT64_T || t == MPI_AINT || t == MPI_COUNT || t == MPI_OFFSET;
+}
+
+/* MPI_Accumulate (SUM, REPLACE) of contiguous integers, floats or doubles,
+ * the same type at both ends, on a node-local window, every argument
+ * valid: rma_shm_op's own path (the kernel under the target's accumulate
+ * lock) without rma_op's general machinery. -1: not taken (anything else,
+ * an error to raise included, goes to rma_op); else rma_shm_op's result. */
+static inline int shm_fast_acc(MPI_Win win, const void *oaddr, MPI_Count count, MPI_Datatype otype, int target,
+                               MPI_Aint tdisp, MPI_Count tcount, MPI_Datatype ttype, MPI_Op op)
+{
+    struct rma_win *w = rma_win_get(win);
+    if (!w || !w->shm_ctl || otype != ttype || count != tcount || count <= 0 || tdisp < 0 || target < 0 ||
+        target >= w->size || !oaddr || (op != MPI_SUM && op != MPI_REPLACE) ||
+        !(plain_integer(ttype) || ttype == MPI_DOUBLE || ttype == MPI_FLOAT) || !rma_in_epoch(w, target))
+        return -1;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(ttype);
+    const struct rma_peer *p = &w->peers[target];
+    int64_t at = (int64_t)tdisp * p->disp_unit, bytes = (int64_t)t->size * count;
+    if (at + bytes > p->size)
+        return -1;
+    struct rma_seg seg = { at, count };
+    struct rma_shm_op o = { .kind = RMA_ACC, .target = target, .segs = &seg, .nseg = 1, .bytes = (size_t)bytes,
+                            .oaddr = oaddr, .ocount = count, .ot = t, .op = op, .basic = ttype, .bt = t };
+    return rma_shm_op(w, &o);
+}
+
 int hashi_impl_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
                           MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
                           MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Accumulate");
+    int rc = shm_fast_acc(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                          target_datatype, op);
+    if (rc >= 0)
+        return rc == MPI_SUCCESS ? rc : hashi_err_win("MPI_Accumulate", win, rc, "the operation on rank %d failed", target_rank);
     return rma_op(ACC_ARGS("MPI_Accumulate", NULL));
 }
 
@@ -657,6 +693,10 @@ int hashi_impl_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI
                             MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Accumulate_c");
+    int rc = shm_fast_acc(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                          target_datatype, op);
+    if (rc >= 0)
+        return rc == MPI_SUCCESS ? rc : hashi_err_win("MPI_Accumulate_c", win, rc, "the operation on rank %d failed", target_rank);
     return rma_op(ACC_ARGS("MPI_Accumulate_c", NULL));
 }
 
@@ -720,14 +760,6 @@ int hashi_impl_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count
     HASHI_CHECK_INITIALIZED("MPI_Rget_accumulate_c");
     int rc = need_request("MPI_Rget_accumulate_c", win, request);
     return rc != MPI_SUCCESS ? rc : rma_op(GACC_ARGS("MPI_Rget_accumulate_c", request));
-}
-
-/* The integer types whose MPI_SUM is an addition modulo 2^bits. */
-static inline int plain_integer(MPI_Datatype t)
-{
-    return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
-           t == MPI_UNSIGNED_LONG_LONG || t == MPI_INT32_T || t == MPI_UINT32_T || t == MPI_INT64_T ||
-           t == MPI_UINT64_T || t == MPI_AINT || t == MPI_COUNT || t == MPI_OFFSET;
 }
 
 /* MPI_Fetch_and_op (SUM, REPLACE, NO_OP) and MPI_Compare_and_swap of one
