@@ -28,7 +28,7 @@ uint64_t rma_shm_ops_count;
 void hashi_rma_pvars_register(void)
 {
     static const struct hashi_pvar vars[] = {
-        { "rma_shm_ops", "hashi_rma",
+        { "rma_shm_ops", "hashi_runtime",
           "one-sided operations done by loads and stores into a node-local window's shared segment", &rma_shm_ops_count },
     };
     (void)hashi_pvar_register(vars, 1);   /* out of memory: counted, unseen */
