@@ -118,6 +118,7 @@ static void start_runtime(const char *func, int *argc, char ***argv, int require
     hashi_types_init();
     hashi_comms_init();
     hashi_coll_hier_pvars_register();
+    hashi_rma_pvars_register();
     hashi_p2p_init();
 
     hashi_thread_level = level;

@@ -134,6 +134,7 @@ void hashi_comms_init(void);        /* comm.c: world/self groups, context ids */
 void hashi_comms_finalize(void);
 void hashi_p2p_init(void);          /* p2p: request pools, Bsend state */
 void hashi_p2p_finalize(void);
+void hashi_rma_pvars_register(void); /* rma/shm.c: rma_shm_ops */
 
 /* ---- sessions (session.c) ---- */
 struct MPI_ABI_Session {

@@ -255,6 +255,9 @@ static void requests(void)
     CHECK_MPI(MPI_Win_allocate(N * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
     for (int i = 0; i < N; i++)
         mem[i] = 0;
+    /* The neighbour's puts may land at once (node-local windows, the device
+     * path): not before these stores. */
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     long *src = malloc(N * sizeof(long)), *got = malloc(N * sizeof(long));
     CHECK(src && got, "out of memory");
     for (int i = 0; i < N; i++)

@@ -283,6 +283,42 @@ static const char *type_label(MPI_Datatype type)
     return t && t->name[0] ? t->name : "a derived datatype";
 }
 
+/* A node-local window (shm.c): the operation is loads and stores, done
+ * when this returns; the request forms return complete requests. */
+static int shm_op(const struct op_args *a, struct rma_win *w, const struct MPI_ABI_Datatype *tt,
+                  const struct MPI_ABI_Datatype *ot, const struct MPI_ABI_Datatype *rt, MPI_Datatype basic,
+                  const struct MPI_ABI_Datatype *bt, int64_t at, MPI_Count tbytes)
+{
+    struct rma_seg one;
+    struct seglist l = { 0 };
+    int elements = basic != MPI_BYTE;
+    if (hashi_type_is_contig_count(tt, a->tcount) && (!elements || bt->size == hashi_type_extent(bt))) {
+        /* One run, no list to build (the common case, kept cheap). */
+        one = (struct rma_seg){ at + tt->true_lb, elements ? tbytes / bt->size : tbytes };
+        l.v = &one;
+        l.n = 1;
+    } else {
+        byte_runs(&l, at, a->tcount, tt);
+        if (!l.failed && elements)
+            to_elements(&l, bt);
+        if (l.failed) {
+            free(l.v);
+            return hashi_err_win(a->func, a->win, MPI_ERR_NO_MEM, "out of memory");
+        }
+    }
+    int no_op = a->op == MPI_NO_OP;
+    struct rma_shm_op o = { .kind = a->kind, .target = a->target, .segs = l.v, .nseg = l.n,
+                            .bytes = (size_t)tbytes, .oaddr = no_op ? NULL : a->oaddr, .ocount = a->ocount,
+                            .ot = ot, .raddr = a->raddr, .rcount = a->rcount, .rt = rt, .compare = a->compare,
+                            .op = a->op, .basic = basic, .bt = bt };
+    int rc = rma_shm_op(w, &o);
+    if (l.v != &one)
+        free(l.v);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_win(a->func, a->win, rc, "the operation on rank %d failed", a->target);
+    return finish_now(a);
+}
+
 static int rma_op(const struct op_args *a)
 {
     int rc;
@@ -370,6 +406,8 @@ static int rma_op(const struct op_args *a)
     }
     if (tbytes == 0 || (no_op && a->kind == RMA_ACC))
         return finish_now(a);
+    if (w->shm_ctl)
+        return shm_op(a, w, tt, ot, rt, basic, bt, at, tbytes);
 
     struct xfer x = { .w = w, .target = a->target, .kind = a->kind, .basic = basic, .bt = bt, .op = a->op };
     if (sends) {
@@ -483,6 +521,33 @@ static int rma_op(const struct op_args *a)
 
 /* ---- the calls ---- */
 
+/* A put or get of one contiguous predefined-or-committed type, the same at
+ * both ends, on a node-local window, every argument valid: one memcpy,
+ * without rma_op's general machinery (a third of a small put's cost).
+ * Anything else, an error to raise included, returns 0 for rma_op. */
+static inline int shm_fast(MPI_Win win, int put, const void *oaddr, void *raddr, MPI_Count count,
+                           MPI_Datatype otype, int target, MPI_Aint tdisp, MPI_Count tcount, MPI_Datatype ttype)
+{
+    struct rma_win *w = rma_win_get(win);
+    if (!w || !w->shm_ctl || otype != ttype || count != tcount || count <= 0 || tdisp < 0 || target < 0 ||
+        target >= w->size)
+        return 0;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(ttype);
+    if (!t || !t->committed || !t->contiguous || !rma_in_epoch(w, target))
+        return 0;
+    const struct rma_peer *p = &w->peers[target];
+    int64_t lo = (int64_t)tdisp * p->disp_unit + t->true_lb, bytes = (int64_t)t->size * count;
+    if (lo < 0 || lo + bytes > p->size)
+        return 0;
+    char *at = (char *)(uintptr_t)p->base + lo;
+    if (put)
+        memcpy(at, (const char *)oaddr + t->true_lb, (size_t)bytes);
+    else
+        memcpy((char *)raddr + t->true_lb, at, (size_t)bytes);
+    rma_shm_ops_count++;
+    return 1;
+}
+
 #define PUT_ARGS(fn, k, req)                                                                                    \
     &(struct op_args){ .func = (fn), .win = win, .kind = (k), .oaddr = origin_addr, .ocount = origin_count,     \
                        .otype = origin_datatype, .target = target_rank, .tdisp = target_disp,                   \
@@ -492,6 +557,9 @@ int hashi_impl_Put(const void *origin_addr, int origin_count, MPI_Datatype origi
                    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Put");
+    if (shm_fast(win, 1, origin_addr, NULL, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                 target_datatype))
+        return MPI_SUCCESS;
     return rma_op(PUT_ARGS("MPI_Put", RMA_PUT, NULL));
 }
 
@@ -499,6 +567,9 @@ int hashi_impl_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
                      MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Put_c");
+    if (shm_fast(win, 1, origin_addr, NULL, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                 target_datatype))
+        return MPI_SUCCESS;
     return rma_op(PUT_ARGS("MPI_Put_c", RMA_PUT, NULL));
 }
 
@@ -534,6 +605,9 @@ int hashi_impl_Get(void *origin_addr, int origin_count, MPI_Datatype origin_data
                    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Get");
+    if (shm_fast(win, 0, NULL, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                 target_datatype))
+        return MPI_SUCCESS;
     return rma_op(GET_ARGS("MPI_Get", NULL));
 }
 
@@ -541,6 +615,9 @@ int hashi_impl_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                      MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Get_c");
+    if (shm_fast(win, 0, NULL, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                 target_datatype))
+        return MPI_SUCCESS;
     return rma_op(GET_ARGS("MPI_Get_c", NULL));
 }
 
@@ -567,11 +644,47 @@ int hashi_impl_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype or
                        .otype = origin_datatype, .target = target_rank, .tdisp = target_disp,                   \
                        .tcount = target_count, .ttype = target_datatype, .op = op, .request = (req) }
 
+/* The integer types whose MPI_SUM is an addition modulo 2^bits. */
+static inline int plain_integer(MPI_Datatype t)
+{
+    return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
+           t == MPI_UNSIGNED_LONG_LONG || t == MPI_INT32_T || t == MPI_UINT32_T || t == MPI_INT64_T ||
+           t == MPI_UINT64_T || t == MPI_AINT || t == MPI_COUNT || t == MPI_OFFSET;
+}
+
+/* MPI_Accumulate (SUM, REPLACE) of contiguous integers, floats or doubles,
+ * the same type at both ends, on a node-local window, every argument
+ * valid: rma_shm_op's own path (the kernel under the target's accumulate
+ * lock) without rma_op's general machinery. -1: not taken (anything else,
+ * an error to raise included, goes to rma_op); else rma_shm_op's result. */
+static inline int shm_fast_acc(MPI_Win win, const void *oaddr, MPI_Count count, MPI_Datatype otype, int target,
+                               MPI_Aint tdisp, MPI_Count tcount, MPI_Datatype ttype, MPI_Op op)
+{
+    struct rma_win *w = rma_win_get(win);
+    if (!w || !w->shm_ctl || otype != ttype || count != tcount || count <= 0 || tdisp < 0 || target < 0 ||
+        target >= w->size || !oaddr || (op != MPI_SUM && op != MPI_REPLACE) ||
+        !(plain_integer(ttype) || ttype == MPI_DOUBLE || ttype == MPI_FLOAT) || !rma_in_epoch(w, target))
+        return -1;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(ttype);
+    const struct rma_peer *p = &w->peers[target];
+    int64_t at = (int64_t)tdisp * p->disp_unit, bytes = (int64_t)t->size * count;
+    if (at + bytes > p->size)
+        return -1;
+    struct rma_seg seg = { at, count };
+    struct rma_shm_op o = { .kind = RMA_ACC, .target = target, .segs = &seg, .nseg = 1, .bytes = (size_t)bytes,
+                            .oaddr = oaddr, .ocount = count, .ot = t, .op = op, .basic = ttype, .bt = t };
+    return rma_shm_op(w, &o);
+}
+
 int hashi_impl_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
                           MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
                           MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Accumulate");
+    int rc = shm_fast_acc(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                          target_datatype, op);
+    if (rc >= 0)
+        return rc == MPI_SUCCESS ? rc : hashi_err_win("MPI_Accumulate", win, rc, "the operation on rank %d failed", target_rank);
     return rma_op(ACC_ARGS("MPI_Accumulate", NULL));
 }
 
@@ -580,6 +693,10 @@ int hashi_impl_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI
                             MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Accumulate_c");
+    int rc = shm_fast_acc(win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                          target_datatype, op);
+    if (rc >= 0)
+        return rc == MPI_SUCCESS ? rc : hashi_err_win("MPI_Accumulate_c", win, rc, "the operation on rank %d failed", target_rank);
     return rma_op(ACC_ARGS("MPI_Accumulate_c", NULL));
 }
 
@@ -645,10 +762,42 @@ int hashi_impl_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count
     return rc != MPI_SUCCESS ? rc : rma_op(GACC_ARGS("MPI_Rget_accumulate_c", request));
 }
 
+/* MPI_Fetch_and_op (SUM, REPLACE, NO_OP) and MPI_Compare_and_swap of one
+ * 4- or 8-byte integer on a node-local window, every argument valid: under
+ * the target's accumulate lock as every accumulate-family operation, only
+ * without rma_op's general machinery (about 1000 instructions). Anything
+ * else, an error to raise included, returns 0 for rma_op. */
+static inline int shm_fast_atomic(MPI_Win win, enum rma_kind kind, const void *oaddr, const void *compare,
+                                  void *raddr, MPI_Datatype type, int target, MPI_Aint tdisp, MPI_Op op)
+{
+    struct rma_win *w = rma_win_get(win);
+    if (!w || !w->shm_ctl || tdisp < 0 || target < 0 || target >= w->size || !raddr || !plain_integer(type) ||
+        !rma_in_epoch(w, target))
+        return 0;
+    enum rma_shm_atomic what = kind == RMA_CAS ? RMA_SHM_CAS
+                               : op == MPI_SUM ? RMA_SHM_SUM
+                               : op == MPI_REPLACE ? RMA_SHM_REPLACE
+                                                   : RMA_SHM_NO_OP;
+    if ((kind != RMA_CAS && op != MPI_SUM && op != MPI_REPLACE && op != MPI_NO_OP) ||
+        (what != RMA_SHM_NO_OP && !oaddr) || (kind == RMA_CAS && !compare))
+        return 0;
+    const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+    const struct rma_peer *p = &w->peers[target];
+    int64_t at = (int64_t)tdisp * p->disp_unit;
+    if (!t || (t->size != 4 && t->size != 8) || at + t->size > p->size)
+        return 0;
+    rma_shm_atomic(w, target, (char *)(uintptr_t)p->base + at, (size_t)t->size, what,
+                   what == RMA_SHM_NO_OP ? NULL : oaddr, compare, raddr);
+    rma_shm_ops_count++;
+    return 1;
+}
+
 int hashi_impl_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
                             MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Fetch_and_op");
+    if (shm_fast_atomic(win, RMA_GACC, origin_addr, NULL, result_addr, datatype, target_rank, target_disp, op))
+        return MPI_SUCCESS;
     return rma_op(&(struct op_args){ .func = "MPI_Fetch_and_op", .win = win, .kind = RMA_GACC,
                                      .oaddr = origin_addr, .ocount = 1, .otype = datatype, .raddr = result_addr,
                                      .rcount = 1, .rtype = datatype, .target = target_rank, .tdisp = target_disp,
@@ -659,6 +808,9 @@ int hashi_impl_Compare_and_swap(const void *origin_addr, const void *compare_add
                                 MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
 {
     HASHI_CHECK_INITIALIZED("MPI_Compare_and_swap");
+    if (shm_fast_atomic(win, RMA_CAS, origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp,
+                        MPI_REPLACE))
+        return MPI_SUCCESS;
     const char *why;
     if (hashi_type_check(datatype, 1, &why) == MPI_SUCCESS && !hashi_type_get(datatype)->predefined && rma_win_get(win))
         return hashi_err_win("MPI_Compare_and_swap", win, MPI_ERR_TYPE, "the datatype must be a predefined one");

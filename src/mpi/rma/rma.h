@@ -33,6 +33,7 @@
 #include "mpi/request.h"
 #include "device/device.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,6 +91,7 @@ struct rma_peer {
     int64_t size;
     int64_t disp_unit;
     int64_t dev_ok;          /* its device attach succeeded (the key is valid) */
+    int64_t shm_want;        /* it asks for a node-local window (all must: shm.c) */
     unsigned char dev_key[HASHI_DEVICE_RMA_KEY_MAX];   /* hashi_device->rma's key to its memory */
 };
 
@@ -170,6 +172,13 @@ struct rma_win {
     int *dev_pending;               /* per target: device operations not complete (also in pending) */
     struct rma_dev_target *dev_targets; /* per target: the completion argument of a plain device put */
     size_t dev_min, dev_max;        /* runs the device takes (HASHI_RMA_DEVICE_MIN, _MAX; max 0: any) */
+
+    /* ---- node-local windows (shm.c; docs/rma.md, "Node-local windows") ---- */
+    int shm_all;                    /* every member asked for it: ops are loads and stores */
+    struct rma_shm_ctl *shm_ctl;    /* per member, in the segment; NULL: messages */
+    _Atomic uint32_t *shm_posts;    /* [origin * size + target]: target's MPI_Win_post notices to origin */
+    uint32_t *shm_posts_seen;       /* per target: its notices our MPI_Win_start consumed */
+    uint32_t shm_completes_seen;    /* MPI_Win_complete notices our MPI_Win_wait consumed */
 };
 
 struct rma_dev_target {
@@ -239,9 +248,75 @@ void rma_wait_replies(struct rma_win *w, int target);
 
 /* ---- sync.c ---- */
 /* Whether an operation on target may be issued now. */
-int rma_in_epoch(const struct rma_win *w, int target);
+static inline int rma_in_epoch(const struct rma_win *w, int target)
+{
+    return w->fence_epoch || w->lock_all || w->lock_type[target] != 0 || (w->access_epoch && w->access[target]);
+}
 /* Raise (and clear) a failure a target reported. */
 int rma_take_error(struct rma_win *w, const char *func);
+
+/* ---- shm.c: node-local windows ---- */
+/* One cache line per member in the window's segment, after the data. */
+struct rma_shm_ctl {
+    _Atomic uint32_t lock;          /* passive target: RMA_SHM_WRITER | shared holders */
+    _Atomic uint32_t lock_waiters;  /* ranks waiting for it (an unlock wakes them) */
+    _Atomic uint32_t acc;           /* held around every accumulate-family op on this member */
+    _Atomic uint32_t completes;     /* MPI_Win_complete notices received, ever */
+    unsigned char pad[48];
+};
+/* Operations done by loads and stores: the MPI_T counter rma_shm_ops
+ * (what the tests read to know the path). */
+extern uint64_t rma_shm_ops_count;
+/* Bytes of control the segment needs after the data, for n members. */
+size_t rma_shm_ctl_bytes(int n);
+/* Whether this member asks for a node-local window (HASHI_RMA_SHM, and
+ * for MPI_Win_allocate every member on this node). */
+int rma_shm_wanted(struct MPI_ABI_Comm *c, int flavor);
+/* After the segment is mapped: point at the control area (ctl at offset). */
+int rma_shm_attach(struct rma_win *w, void *ctl);
+
+/* One operation on a node-local window, issued and complete at once:
+ * segments in bytes (put, get) or in elements of bt (the accumulate family),
+ * displacements from the target's base. */
+struct rma_shm_op {
+    enum rma_kind kind;             /* RMA_PUT, RMA_GET, RMA_ACC, RMA_GACC, RMA_CAS */
+    int target;
+    const struct rma_seg *segs;
+    size_t nseg;
+    size_t bytes;                   /* the whole stream */
+    const void *oaddr;              /* data (NULL: MPI_NO_OP) */
+    MPI_Count ocount;
+    const struct MPI_ABI_Datatype *ot;
+    void *raddr;                    /* results (get, get_accumulate, cas), or NULL */
+    MPI_Count rcount;
+    const struct MPI_ABI_Datatype *rt;
+    const void *compare;            /* RMA_CAS */
+    MPI_Op op;
+    MPI_Datatype basic;
+    const struct MPI_ABI_Datatype *bt;
+};
+int rma_shm_op(struct rma_win *w, const struct rma_shm_op *op);
+/* One integer of `size` (4 or 8) bytes at `at` in target's part, under its
+ * accumulate lock: result = old, then add / replace / nothing / swap if
+ * equal to *compare. */
+enum rma_shm_atomic { RMA_SHM_SUM, RMA_SHM_REPLACE, RMA_SHM_NO_OP, RMA_SHM_CAS };
+void rma_shm_atomic(struct rma_win *w, int target, char *at, size_t size, enum rma_shm_atomic what,
+                    const void *origin, const void *compare, void *result);
+/* Synchronization: a reader-writer word per target, PSCW counters. */
+void rma_shm_lock(struct rma_win *w, int target, int lock_type);
+void rma_shm_unlock(struct rma_win *w, int target);
+void rma_shm_post(struct rma_win *w, const unsigned char *origins);
+void rma_shm_start(struct rma_win *w);
+void rma_shm_complete(struct rma_win *w);
+/* MPI_Win_wait / test: the group's completes are in (consumes them when so). */
+int rma_shm_completed(struct rma_win *w, int consume);
+
+/* ---- target.c: applying elements, shared with shm.c ---- */
+/* n elements of basic type t at `at` -> the packed stream. */
+void rma_load_elements(const struct MPI_ABI_Datatype *t, const char *at, int64_t n, char *stream);
+/* at[0..n) op= the packed stream's elements. */
+int rma_combine_elements(MPI_Op op, MPI_Datatype basic, const struct MPI_ABI_Datatype *t, const char *stream,
+                         char *at, int64_t n);
 
 /* ---- window.c ---- */
 /* A window member's rank in the window's group from a world rank, or -1. */

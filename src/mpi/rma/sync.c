@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rma_in_epoch(const struct rma_win *w, int target)
-{
-    return w->fence_epoch || w->lock_all || w->lock_type[target] != 0 || (w->access_epoch && w->access[target]);
-}
-
 int rma_take_error(struct rma_win *w, const char *func)
 {
     int error = w->error;
@@ -71,13 +66,19 @@ int hashi_impl_Win_fence(int assert, MPI_Win win)
     if (w->lock_all || w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "a %s epoch is open on the window",
                              w->lock_all ? "lock_all" : "start / complete");
-    /* NOPRECEDE: no operation of ours to complete (the program says so). */
-    if (!(assert & MPI_MODE_NOPRECEDE))
+    /* NOPRECEDE: no operation of ours to complete (the program says so).
+     * A node-local window's operations are complete: its loads and stores
+     * need only be ordered around the barrier. */
+    if (w->shm_ctl)
+        atomic_thread_fence(memory_order_seq_cst);
+    else if (!(assert & MPI_MODE_NOPRECEDE))
         rc = close_targets(w, NULL, RMA_FLUSH);
     else
         rma_wait_replies(w, -1);
     if (rc == MPI_SUCCESS)
         rc = hashi_comm_barrier(w->comm);
+    if (w->shm_ctl)
+        atomic_thread_fence(memory_order_seq_cst);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "completing the epoch failed");
     w->fence_epoch = !(assert & MPI_MODE_NOSUCCEED);
@@ -127,6 +128,11 @@ int hashi_impl_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         w->lock_type[rank] = -lock_type;   /* nobody else locks: no request */
         return MPI_SUCCESS;
     }
+    if (w->shm_ctl) {
+        rma_shm_lock(w, rank, lock_type);
+        w->lock_type[rank] = lock_type;
+        return MPI_SUCCESS;
+    }
     rc = rma_control(w, rank, RMA_LOCK, lock_type);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the lock request to rank %d failed", rank);
@@ -150,6 +156,13 @@ int hashi_impl_Win_unlock(int rank, MPI_Win win)
     if (!w->lock_type[rank])
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "rank %d is not locked by this process (MPI_Win_lock first)",
                              rank);
+    if (w->shm_ctl) {
+        atomic_thread_fence(memory_order_seq_cst);
+        if (w->lock_type[rank] > 0)
+            rma_shm_unlock(w, rank);
+        w->lock_type[rank] = 0;
+        return MPI_SUCCESS;
+    }
     /* Unlock after NOCHECK only completes: no lock is held at the target. */
     rc = rma_control(w, rank, w->lock_type[rank] < 0 ? RMA_FLUSH : RMA_UNLOCK, 0);
     w->touched[rank] = 0;
@@ -180,7 +193,10 @@ int hashi_impl_Win_lock_all(int assert, MPI_Win win)
     if (w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "a start / complete epoch is open on the window");
     w->lock_all_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
-    if (!w->lock_all_nocheck) {
+    if (!w->lock_all_nocheck && w->shm_ctl) {
+        for (int r = 0; r < w->size; r++)
+            rma_shm_lock(w, r, MPI_LOCK_SHARED);
+    } else if (!w->lock_all_nocheck) {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++)
             rc = rma_control(w, r, RMA_LOCK, MPI_LOCK_SHARED);
         rma_wait_replies(w, -1);
@@ -201,7 +217,11 @@ int hashi_impl_Win_unlock_all(MPI_Win win)
         return rc;
     if (!w->lock_all)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "the window is not locked by MPI_Win_lock_all");
-    if (w->lock_all_nocheck) {
+    if (w->shm_ctl) {
+        atomic_thread_fence(memory_order_seq_cst);
+        for (int r = 0; r < w->size && !w->lock_all_nocheck; r++)
+            rma_shm_unlock(w, r);
+    } else if (w->lock_all_nocheck) {
         rc = close_targets(w, NULL, RMA_FLUSH);
     } else {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++) {
@@ -236,6 +256,8 @@ int hashi_impl_Win_flush(int rank, MPI_Win win)
         return MPI_SUCCESS;
     if ((rc = rank_check(func, w, rank)) != MPI_SUCCESS || (rc = passive_check(func, w, rank)) != MPI_SUCCESS)
         return rc;
+    if (w->shm_ctl)
+        atomic_thread_fence(memory_order_seq_cst);   /* the operations are complete */
     if (w->touched[rank]) {
         rc = rma_control(w, rank, RMA_FLUSH, 0);
         w->touched[rank] = 0;
@@ -261,6 +283,8 @@ int hashi_impl_Win_flush_all(MPI_Win win)
         if (!locked)
             return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "no passive-target epoch is open on the window");
     }
+    if (w->shm_ctl)
+        atomic_thread_fence(memory_order_seq_cst);
     rc = close_targets(w, NULL, RMA_FLUSH);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the flush requests failed");
@@ -358,10 +382,14 @@ int hashi_impl_Win_post(MPI_Group group, int assert, MPI_Win win)
     if (rc == MPI_SUCCESS) {
         w->completes = 0;
         w->post_expected = n;
+        if (w->shm_ctl && !(assert & MPI_MODE_NOCHECK)) {
+            atomic_thread_fence(memory_order_seq_cst);
+            rma_shm_post(w, origins);
+        }
         /* Tell each origin its accesses may start (Win_start waits for it);
          * with NOCHECK the matching starts carry it too and wait for nothing
          * (MPI 4.1 sec. 12.5.5), so no notice may be left unmatched. */
-        for (int r = 0; r < w->size && rc == MPI_SUCCESS && !(assert & MPI_MODE_NOCHECK); r++)
+        for (int r = 0; r < w->size && rc == MPI_SUCCESS && !(assert & MPI_MODE_NOCHECK) && !w->shm_ctl; r++)
             if (origins[r])
                 rc = rma_send_reply(w, r, RMA_TAG_POST, NULL, 0);
         if (rc != MPI_SUCCESS)
@@ -389,7 +417,9 @@ int hashi_impl_Win_start(MPI_Group group, int assert, MPI_Win win)
         return rc;
     /* Wait for every target's post (MPI allows Win_start to block). The
      * notices are replies on the reply context under RMA_TAG_POST. */
-    for (int r = 0; r < w->size && !(assert & MPI_MODE_NOCHECK); r++) {
+    if (w->shm_ctl && !(assert & MPI_MODE_NOCHECK))
+        rma_shm_start(w);
+    for (int r = 0; r < w->size && !(assert & MPI_MODE_NOCHECK) && !w->shm_ctl; r++) {
         if (!w->access[r])
             continue;
         struct MPI_ABI_Request *req;
@@ -413,7 +443,12 @@ int hashi_impl_Win_complete(MPI_Win win)
         return rc;
     if (!w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "no access epoch is open (MPI_Win_start first)");
-    rc = close_targets(w, w->access, RMA_COMPLETE);
+    if (w->shm_ctl) {
+        atomic_thread_fence(memory_order_seq_cst);
+        rma_shm_complete(w);
+    } else {
+        rc = close_targets(w, w->access, RMA_COMPLETE);
+    }
     w->access_epoch = 0;
     memset(w->access, 0, (size_t)w->size);
     if (rc != MPI_SUCCESS)
@@ -423,8 +458,20 @@ int hashi_impl_Win_complete(MPI_Win win)
 
 static int all_completed(void *arg)
 {
-    const struct rma_win *w = arg;
+    struct rma_win *w = arg;
+    if (w->shm_ctl)
+        return rma_shm_completed(w, 0);
     return w->completes >= w->post_expected;
+}
+
+/* The exposure epoch's notices are in: count them as used. */
+static void consume_completes(struct rma_win *w)
+{
+    if (w->shm_ctl)
+        rma_shm_completed(w, 1);
+    else
+        w->completes -= w->post_expected;
+    w->post_expected = -1;
 }
 
 int hashi_impl_Win_wait(MPI_Win win)
@@ -439,8 +486,7 @@ int hashi_impl_Win_wait(MPI_Win win)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "no exposure epoch is open (MPI_Win_post first)");
     if (!all_completed(w))
         hashi_progress_wait_until(all_completed, w);
-    w->completes -= w->post_expected;
-    w->post_expected = -1;
+    consume_completes(w);
     return MPI_SUCCESS;
 }
 
@@ -459,9 +505,7 @@ int hashi_impl_Win_test(MPI_Win win, int *flag)
     if (!all_completed(w))
         hashi_progress_poll();
     *flag = all_completed(w);
-    if (*flag) {
-        w->completes -= w->post_expected;
-        w->post_expected = -1;
-    }
+    if (*flag)
+        consume_completes(w);
     return MPI_SUCCESS;
 }

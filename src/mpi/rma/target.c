@@ -116,7 +116,7 @@ static char *target_addr(struct rma_win *w, int64_t disp, size_t bytes)
 }
 
 /* Elements of basic type t in the window, from / to the packed stream. */
-static void load(const struct MPI_ABI_Datatype *t, const char *at, int64_t n, char *stream)
+void rma_load_elements(const struct MPI_ABI_Datatype *t, const char *at, int64_t n, char *stream)
 {
     if (t->contiguous)
         memcpy(stream, at + t->true_lb, (size_t)(n * t->size));
@@ -124,8 +124,8 @@ static void load(const struct MPI_ABI_Datatype *t, const char *at, int64_t n, ch
         hashi_type_pack(at, n, t, 0, stream, (size_t)(n * t->size));
 }
 
-static int combine(MPI_Op op, MPI_Datatype basic, const struct MPI_ABI_Datatype *t, const char *stream,
-                   char *at, int64_t n)
+int rma_combine_elements(MPI_Op op, MPI_Datatype basic, const struct MPI_ABI_Datatype *t, const char *stream,
+                         char *at, int64_t n)
 {
     if (t->contiguous)
         return hashi_op_reduce(op, stream, at, n, basic);
@@ -223,11 +223,11 @@ static void apply_data(struct rma_win *w, int origin, const struct rma_hdr *h, c
                 memset(result, 0, bytes);
         } else {
             if (result)
-                load(t, at, n, result);
+                rma_load_elements(t, at, n, result);
             if (h->kind == RMA_PUT) {
                 memcpy(at, data, bytes);
             } else if (data) {
-                int rc = combine((MPI_Op)(intptr_t)h->op, basic, t, data, at, n);
+                int rc = rma_combine_elements((MPI_Op)(intptr_t)h->op, basic, t, data, at, n);
                 if (rc != MPI_SUCCESS)
                     fail(w, origin, rc);
             }

@@ -38,6 +38,8 @@ int rma_rank_of_world(const struct rma_win *w, int world)
 
 /* ---- creation ---- */
 
+static int shm_setup(struct rma_win *w, size_t align, char *why, size_t whylen);
+
 static void win_destroy(struct rma_win *w)
 {
     rma_device_detach(w);   /* before the memory goes */
@@ -61,6 +63,7 @@ static void win_destroy(struct rma_win *w)
     free(w->access);
     free(w->touched);
     free(w->pending);
+    free(w->shm_posts_seen);
     w->h.magic = 0;
     hashi_handle_forget(&w->h);
     free(w);
@@ -104,7 +107,7 @@ static struct MPI_ABI_Comm *create_args(const char *func, MPI_Comm comm, MPI_Inf
  * Errors are raised on the parent communicator.
  */
 static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info, int flavor, void *base,
-                   MPI_Aint size, MPI_Aint disp_unit, struct rma_win **out)
+                   MPI_Aint size, MPI_Aint disp_unit, int shm_want, struct rma_win **out)
 {
     MPI_Comm ph = hashi_comm_handle(parent);
     struct MPI_ABI_Comm *c, *rc_comm;
@@ -137,10 +140,12 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
                  !w->pending || (info != MPI_INFO_NULL && !w->info);
     /* Every member takes part in the exchange, so a failure here cannot
      * leave the others waiting: it is agreed on through the sizes. */
-    struct rma_peer mine = { (uint64_t)(uintptr_t)base, failed ? -1 : (int64_t)size, (int64_t)disp_unit, 0, { 0 } };
+    struct rma_peer mine = { (uint64_t)(uintptr_t)base, failed ? -1 : (int64_t)size, (int64_t)disp_unit, 0,
+                             shm_want, { 0 } };
     /* The device's key travels with the rest: the device path is taken
-     * only if every member attached (rma_device_setup). */
-    if (!failed && size >= 0)
+     * only if every member attached (rma_device_setup). A member asking
+     * for a node-local window has no memory yet: no device then. */
+    if (!failed && size >= 0 && !shm_want)
         rma_device_attach(w, flavor, base, size, &mine);
     struct rma_peer *all = failed ? malloc((size_t)n * sizeof *all) : w->peers;
     if (!all) {
@@ -154,9 +159,12 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     }
     rc = hashi_impl_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
                               hashi_comm_handle(c));
-    for (int r = 0; rc == MPI_SUCCESS && r < n; r++)
+    int shm_all = 1;
+    for (int r = 0; rc == MPI_SUCCESS && r < n; r++) {
         if (all[r].size < 0)
             failed = 1;
+        shm_all &= all[r].shm_want != 0;
+    }
     if (!w || all != w->peers)
         free(all);
     if (rc != MPI_SUCCESS || failed) {
@@ -182,8 +190,10 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     w->attr_flavor = flavor;
     w->attr_size = size;
     w->attr_disp_unit = disp_unit > INT32_MAX ? INT32_MAX : (int)disp_unit;
+    w->shm_all = shm_all;
     rc = rma_device_setup(w);
-    if (rc == MPI_SUCCESS)
+    /* A node-local window gets no request messages: no service. */
+    if (rc == MPI_SUCCESS && !shm_all)
         rc = rma_target_start(w);
     if (rc != MPI_SUCCESS) {
         win_destroy(w);
@@ -204,7 +214,7 @@ static int win_create(const char *func, void *base, MPI_Aint size, MPI_Aint disp
     if (size > 0 && !base)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "base is NULL for a window of %lld bytes", (long long)size);
     struct rma_win *w;
-    rc = win_new(func, c, info, MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, &w);
+    rc = win_new(func, c, info, MPI_WIN_FLAVOR_CREATE, base, size, disp_unit, 0, &w);
     if (rc != MPI_SUCCESS)
         return rc;
     *win = rma_handle(w);
@@ -233,18 +243,41 @@ static int win_allocate(const char *func, MPI_Aint size, MPI_Aint disp_unit, MPI
     if (!baseptr)
         return hashi_err_comm(func, comm, MPI_ERR_ARG, "baseptr is NULL");
     /* 64-byte aligned, so any element type is aligned in it; one byte at
-     * least, so a rank with size 0 still has a base. */
+     * least, so a rank with size 0 still has a base. All members on this
+     * node: the memory comes from a segment they all map, once every
+     * member agreed (a node-local window, shm.c). */
+    int shm_want = rma_shm_wanted(c, MPI_WIN_FLAVOR_ALLOCATE);
     void *mem = NULL;
-    if (posix_memalign(&mem, 64, size > 0 ? (size_t)size : 1) != 0)
+    if (!shm_want && posix_memalign(&mem, 64, size > 0 ? (size_t)size : 1) != 0)
         mem = NULL;
     /* A failed allocation on one member is agreed on in win_new. */
     struct rma_win *w;
-    rc = win_new(func, c, info, MPI_WIN_FLAVOR_ALLOCATE, mem, mem ? size : -1, disp_unit, &w);
+    rc = win_new(func, c, info, MPI_WIN_FLAVOR_ALLOCATE, mem, mem || shm_want ? size : -1, disp_unit, shm_want, &w);
     if (rc != MPI_SUCCESS) {
         free(mem);
         return rc;
     }
-    w->owned = mem;
+    if (w->shm_all) {
+        char why[256];
+        rc = shm_setup(w, 64, why, sizeof why);
+        if (rc != MPI_SUCCESS) {
+            win_destroy(w);
+            return hashi_err_comm(func, comm, rc, "%s", why);
+        }
+        mem = w->base;
+    } else if (shm_want) {
+        /* Some member has HASHI_RMA_SHM off: ordinary memory after all. */
+        if (posix_memalign(&mem, 64, size > 0 ? (size_t)size : 1) != 0) {
+            rma_target_stop(w);
+            win_destroy(w);
+            return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "out of memory");
+        }
+        w->base = mem;
+        w->peers[w->rank].base = (uint64_t)(uintptr_t)mem;
+        w->owned = mem;
+    } else {
+        w->owned = mem;
+    }
     *(void **)baseptr = mem;
     *win = rma_handle(w);
     return MPI_SUCCESS;
@@ -271,7 +304,7 @@ int hashi_impl_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
     if (!c)
         return rc;
     struct rma_win *w;
-    rc = win_new(func, c, info, MPI_WIN_FLAVOR_DYNAMIC, MPI_BOTTOM, 0, 1, &w);
+    rc = win_new(func, c, info, MPI_WIN_FLAVOR_DYNAMIC, MPI_BOTTOM, 0, 1, 0, &w);
     if (rc != MPI_SUCCESS)
         return rc;
     *win = rma_handle(w);
@@ -297,25 +330,25 @@ static void shm_name(const struct rma_win *w, char *buf, size_t len)
     }
 }
 
-static int shm_setup(struct rma_win *w, int contiguous, char *why, size_t whylen)
+/* Each member's part starts at a multiple of align (a power of two); the
+ * control area of node-local windows (shm.c) follows the data, one cache
+ * line per member. */
+static int shm_setup(struct rma_win *w, size_t align, char *why, size_t whylen)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (!(w->shm_offset = calloc((size_t)w->size, sizeof *w->shm_offset))) {
         snprintf(why, whylen, "out of memory");
         return MPI_ERR_NO_MEM;
     }
-    /* Contiguous by default (MPI 4.1 sec. 12.2.3); with alloc_shared_noncontig
-     * each member starts on its own page. */
     size_t total = 0;
     for (int r = 0; r < w->size; r++) {
         w->shm_offset[r] = (MPI_Aint)total;
         total += (size_t)w->peers[r].size;
-        if (!contiguous)
-            total = (total + page - 1) / page * page;
-        else
-            total = (total + 15) / 16 * 16;   /* elements of every type stay aligned */
+        total = (total + align - 1) & ~(align - 1);
     }
-    w->shm_len = total > 0 ? (total + page - 1) / page * page : page;
+    size_t ctl_offset = (total + 63) & ~(size_t)63;
+    total = ctl_offset + rma_shm_ctl_bytes(w->size);
+    w->shm_len = (total + page - 1) / page * page;
     char name[256];
     shm_name(w, name, sizeof name);
     int fd = -1;
@@ -359,6 +392,10 @@ static int shm_setup(struct rma_win *w, int contiguous, char *why, size_t whylen
     w->base = (char *)p + w->shm_offset[w->rank];
     for (int r = 0; r < w->size; r++)
         w->peers[r].base = (uint64_t)(uintptr_t)((char *)p + w->shm_offset[r]);
+    if (w->shm_all && rma_shm_attach(w, (char *)p + ctl_offset) != MPI_SUCCESS) {
+        snprintf(why, whylen, "out of memory");
+        return MPI_ERR_NO_MEM;
+    }
     return MPI_SUCCESS;
 }
 
@@ -382,12 +419,16 @@ static int win_allocate_shared(const char *func, MPI_Aint size, MPI_Aint disp_un
                                   "MPI_COMM_TYPE_SHARED makes such a communicator)", r, world);
     }
     struct rma_win *w;
-    rc = win_new(func, c, info, MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit, &w);
+    rc = win_new(func, c, info, MPI_WIN_FLAVOR_SHARED, NULL, size, disp_unit,
+                 rma_shm_wanted(c, MPI_WIN_FLAVOR_SHARED), &w);
     if (rc != MPI_SUCCESS)
         return rc;
+    /* Contiguous by default (MPI 4.1 sec. 12.2.3), elements of every type
+     * aligned; with alloc_shared_noncontig each member starts on its own page. */
     const char *noncontig = w->info ? hashi_info_value(w->info, "alloc_shared_noncontig") : NULL;
     char why[256];
-    rc = shm_setup(w, !(noncontig && strcmp(noncontig, "true") == 0), why, sizeof why);
+    rc = shm_setup(w, noncontig && strcmp(noncontig, "true") == 0 ? (size_t)sysconf(_SC_PAGESIZE) : 16, why,
+                   sizeof why);
     if (rc != MPI_SUCCESS) {
         rma_target_stop(w);
         win_destroy(w);
