@@ -305,6 +305,15 @@ static int resize(const char *func, MPI_File fh, MPI_Offset size, int grow_only)
     if (!grow_only && (f->amode & MPI_MODE_SEQUENTIAL))
         return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_OPERATION,
                               "the file was opened MPI_MODE_SEQUENTIAL: its size cannot be set");
+    /* The same size everywhere; and no process is still using the old
+     * size when rank 0 changes it. */
+    long long sizes[2] = { size, -size }, agreed[2];
+    int rc2 = hashi_impl_Allreduce(sizes, agreed, 2, MPI_LONG_LONG, MPI_MAX, hashi_comm_handle(f->comm));
+    if (rc2 != MPI_SUCCESS)
+        return rc2;
+    if (agreed[0] != -agreed[1])
+        return hashi_err_file(func, fh, MPI_ERR_NOT_SAME, "the processes gave different sizes (this one %lld)",
+                              (long long)size);
     int err = 0;
     if (f->comm->rank == 0) {
         struct stat st;
