@@ -9,6 +9,8 @@
  */
 #include "io_util.h"
 
+void io_basic(void);
+
 #define N 250   /* ints per rank's block */
 #define ISZ ((MPI_Offset)sizeof(int))
 
@@ -35,9 +37,8 @@ static MPI_Offset file_size(MPI_File fh)
     return s;
 }
 
-int main(int argc, char **argv)
+void io_basic(void)
 {
-    CHECK_MPI(MPI_Init(&argc, &argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     io_dir_make(MPI_COMM_WORLD);
@@ -261,7 +262,4 @@ int main(int argc, char **argv)
 
     const char *names[] = { "basic" };
     io_dir_remove(MPI_COMM_WORLD, names, 1);
-    MPI_Finalize();
-    printf("rank %d of %d ok\n", rank, size);
-    return 0;
 }

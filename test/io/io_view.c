@@ -12,6 +12,8 @@
  */
 #include "io_util.h"
 
+void io_view(void);
+
 #define ROWS 24
 #define COLS 36
 #define HEADER 64   /* bytes before the array: the views' displacement */
@@ -55,9 +57,8 @@ static void subarray_io(MPI_File fh, int r0, int c0, int rows, int cols, int is_
     MPI_Type_free(&sub);
 }
 
-int main(int argc, char **argv)
+void io_view(void)
 {
-    CHECK_MPI(MPI_Init(&argc, &argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     io_dir_make(MPI_COMM_WORLD);
@@ -177,7 +178,4 @@ int main(int argc, char **argv)
 
     const char *names[] = { "array", "vector" };
     io_dir_remove(MPI_COMM_WORLD, names, 2);
-    MPI_Finalize();
-    printf("rank %d of %d ok\n", rank, size);
-    return 0;
 }
