@@ -42,6 +42,7 @@ static int add_run(void *arg, MPI_Aint disp, MPI_Count len)
         last->end += len;
         return 0;
     }
+    MPI_Offset prev_end = last ? last->end : 0;   /* before realloc moves the runs */
     if (fl->n == fl->cap) {
         MPI_Count cap = fl->cap ? 2 * fl->cap : 16;
         struct io_run *grown = realloc(fl->runs, (size_t)cap * sizeof *grown);
@@ -54,7 +55,7 @@ static int add_run(void *arg, MPI_Aint disp, MPI_Count len)
     }
     fl->runs[fl->n].off = disp;
     fl->runs[fl->n].len = len;
-    fl->runs[fl->n].end = (last ? last->end : 0) + len;
+    fl->runs[fl->n].end = prev_end + len;
     fl->n++;
     return 0;
 }
