@@ -134,6 +134,10 @@ MPI_Count hashi_type_elements(const struct MPI_ABI_Datatype *t, uint64_t bytes);
 typedef int hashi_type_run_fn(void *arg, MPI_Aint disp, MPI_Count len);
 int hashi_type_visit_runs(const struct MPI_ABI_Datatype *t, hashi_type_run_fn *fn, void *arg);
 
+/* Bytes of one element of t in the external32 representation
+ * (datatype_external.c; MPI-IO's external32 views). */
+MPI_Count hashi_type_external32_size(const struct MPI_ABI_Datatype *t);
+
 /* References held by pending operations and by derived types built on t; a
  * derived type is destroyed when the last one (the user's handle included)
  * goes. No-ops on predefined types. */

@@ -15,7 +15,7 @@ void io_shared(void);
 
 #define RECORDS 8    /* per rank */
 #define RLEN 32      /* ints per record */
-#define PIECES 2048  /* ints in the atomic test's strided access */
+#define PIECES 512   /* ints in the atomic test's strided access */
 
 static int rank, size;
 
@@ -145,7 +145,7 @@ void io_shared(void)
             block[i] = rank + 1;
     CHECK_MPI(MPI_File_write_at_all(fh, 0, block, writer ? PIECES : 0, MPI_INT, &st));
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int round = 0; round < 20; round++) {
+    for (int round = 0; round < 10; round++) {
         if (writer) {
             CHECK_MPI(MPI_File_write_at(fh, 0, block, PIECES, MPI_INT, &st));
         } else {

@@ -162,8 +162,27 @@ void io_view(void)
     CHECK_ERR(MPI_File_set_view(vf, -8, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_ARG, "MPI_File_set_view");
     CHECK_ERR(MPI_File_set_view(vf, MPI_DISPLACEMENT_CURRENT, MPI_INT, MPI_INT, "native", MPI_INFO_NULL), MPI_ERR_ARG,
               "MPI_File_set_view");
-    CHECK_ERR(MPI_File_set_view(vf, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP,
+    /* external32: big-endian in the file, native in memory; types whose
+     * external32 size differs (MPI_LONG: 4 bytes) are refused */
+    CHECK_ERR(MPI_File_set_view(vf, 0, MPI_LONG, MPI_LONG, "external32", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP,
               "MPI_File_set_view");
+    CHECK_MPI(MPI_File_set_view(vf, 0, MPI_INT, MPI_INT, "external32", MPI_INFO_NULL));
+    int ints[2] = { 0x01020304 + rank, -2 };
+    CHECK_MPI(MPI_File_write_at(vf, 2 * rank, ints, 2, MPI_INT, &st));
+    long longs[1] = { 7 };
+    CHECK_ERR(MPI_File_write_at(vf, 0, longs, 1, MPI_LONG, &st), MPI_ERR_UNSUPPORTED_DATAREP, "MPI_File_write_at");
+    CHECK_MPI(MPI_File_sync(vf));
+    int ints_back[2] = { 0, 0 };
+    CHECK_MPI(MPI_File_read_at(vf, 2 * rank, ints_back, 2, MPI_INT, &st));
+    CHECK(ints_back[0] == ints[0] && ints_back[1] == -2, "external32 round trip: %x %d", ints_back[0], ints_back[1]);
+    if (rank == 0) {
+        long len;
+        unsigned char *data = io_slurp(vpath, &len);
+        CHECK(data[0] == 1 && data[1] == 2 && data[2] == 3 && data[3] == 4 && data[4] == 0xff && data[7] == 0xfe,
+              "external32 is not big-endian in the file: %02x %02x %02x %02x", data[0], data[1], data[2], data[3]);
+        free(data);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     CHECK_ERR(MPI_File_set_view(vf, 0, MPI_INT, MPI_INT, "no-such-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP,
               "MPI_File_set_view");
     CHECK_MPI(MPI_File_set_view(vf, 0, MPI_INT, MPI_INT, "internal", MPI_INFO_NULL));

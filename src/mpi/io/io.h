@@ -49,6 +49,7 @@ struct hashi_file {
     struct io_run *runs;            /* one filetype instance's runs, coalesced */
     MPI_Count nruns;
     char datarep[MPI_MAX_DATAREP_STRING];
+    int external32;                 /* the data is stored big-endian (view.c) */
 
     MPI_Offset pos;             /* individual file pointer, in etypes */
 
@@ -78,6 +79,9 @@ MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte);
 /* The view bytes that lie before file offset `offset` (at the end of file:
  * what a reader of the view finds there). */
 MPI_Offset io_view_bytes_before(const struct hashi_file *f, MPI_Offset offset);
+/* external32 views keep the native layout: they take only types whose
+ * external32 size is their native size (not MPI_LONG, MPI_WCHAR ...). */
+int io_external32_same_size(const struct MPI_ABI_Datatype *t);
 /* The new value of a file pointer now at `current` (etypes) after a seek:
  * 0, an errno (from fstat), or -1 with *why set when the arguments are wrong. */
 int io_seek_target(struct hashi_file *f, MPI_Offset current, MPI_Offset offset, int whence, MPI_Offset *target,

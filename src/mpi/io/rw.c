@@ -187,6 +187,33 @@ static int ordered_start(struct hashi_file *f, MPI_Offset etypes, MPI_Offset *st
     return (int)base[1];
 }
 
+/* An external32 view: the data converted to or from big-endian through
+ * a buffer of the whole access (the layout is the native one, io_move). */
+static int external32_move(struct hashi_file *f, MPI_Offset vbyte, void *buf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Offset bytes, int is_write, MPI_Offset *moved)
+{
+    *moved = 0;
+    if (bytes <= 0)
+        return 0;
+    struct MPI_ABI_Datatype *t = hashi_type_get(datatype);
+    char *ext = malloc((size_t)bytes);
+    if (!ext)
+        return ENOMEM;
+    MPI_Count position = 0;
+    int err = 0;
+    if (is_write && hashi_impl_Pack_external_c("external32", buf, count, datatype, ext, bytes, &position) != MPI_SUCCESS)
+        err = EINVAL;
+    if (!err)
+        err = io_move(f, vbyte, ext, bytes, hashi_type_get(MPI_BYTE), bytes, is_write, moved);
+    /* a short read: the whole elements that came */
+    if (!is_write && *moved > 0 &&
+        hashi_impl_Unpack_external_c("external32", ext, *moved, &position, buf, *moved / t->size, datatype) !=
+            MPI_SUCCESS && !err)
+        err = EINVAL;
+    free(ext);
+    return err;
+}
+
 int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset offset, void *buf,
               MPI_Count count, MPI_Datatype datatype, int is_write, MPI_Status *status)
 {
@@ -213,6 +240,10 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
                               "the file was opened MPI_MODE_SEQUENTIAL: only the shared file pointer can be used");
     if (where == IO_AT && offset < 0)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "offset %lld is negative", (long long)offset);
+    if (f->external32 && !io_external32_same_size(t))
+        return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
+                              "the datatype's external32 size is not its native size (MPI_LONG, MPI_WCHAR ...): "
+                              "not supported in an external32 view");
     if (bytes % f->etype_size)
         return hashi_err_file(func, fh, MPI_ERR_TYPE,
                               "%lld bytes of data are not a whole number of etypes (%lld bytes each)",
@@ -233,7 +264,10 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
         return hashi_err_file(func, fh, io_errno_class(err), "the shared file pointer ('%s'): %s",
                               f->shared_path, strerror(err));
     MPI_Offset moved = 0;
-    err = io_move(f, start * f->etype_size, buf, count, t, bytes, is_write, &moved);
+    if (f->external32)
+        err = external32_move(f, start * f->etype_size, buf, count, datatype, bytes, is_write, &moved);
+    else
+        err = io_move(f, start * f->etype_size, buf, count, t, bytes, is_write, &moved);
     if (where == IO_INDIVIDUAL)
         f->pos = start + moved / f->etype_size;
     if (status != MPI_STATUS_IGNORE) {

@@ -108,10 +108,16 @@ static int view_build(struct hashi_file *f, MPI_Offset disp, MPI_Datatype etype,
     return MPI_SUCCESS;
 }
 
+int io_external32_same_size(const struct MPI_ABI_Datatype *t)
+{
+    return hashi_type_external32_size(t) == t->size;
+}
+
 int io_view_default(struct hashi_file *f)
 {
     const char *why;
     snprintf(f->datarep, sizeof f->datarep, "native");
+    f->external32 = 0;
     return view_build(f, 0, MPI_BYTE, MPI_BYTE, &why);
 }
 
@@ -178,10 +184,16 @@ int hashi_impl_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
         return hashi_err_file(func, fh, rc, "filetype: %s", why ? why : "invalid datatype");
     if (!datarep)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "datarep is NULL");
-    if (strcmp(datarep, "native") != 0 && strcmp(datarep, "internal") != 0)
+    int external32 = strcmp(datarep, "external32") == 0;
+    if (strcmp(datarep, "native") != 0 && strcmp(datarep, "internal") != 0 && !external32)
         return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
-                              "data representation '%s' is not supported (Hashi has \"native\" and \"internal\"%s)",
-                              datarep, strcmp(datarep, "external32") == 0 ? "; external32 is not implemented yet" : "");
+                              "data representation '%s' is not supported (Hashi has \"native\", \"internal\" and "
+                              "\"external32\"; MPI_Register_datarep is not implemented)", datarep);
+    if (external32 && (!io_external32_same_size(hashi_type_get(etype)) ||
+                       !io_external32_same_size(hashi_type_get(filetype))))
+        return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
+                              "external32 views of types whose external32 size is not their native size "
+                              "(MPI_LONG, MPI_WCHAR ...) are not supported");
     if (info != MPI_INFO_NULL && !hashi_info_get(info))
         return hashi_err_file(func, fh, MPI_ERR_INFO, "info is not a valid info object");
     if (f->split.active)
@@ -208,6 +220,7 @@ int hashi_impl_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
         return hashi_err_file(func, fh, all, "%s", local != MPI_SUCCESS ? why : "the view is invalid on another process");
     }
     snprintf(f->datarep, sizeof f->datarep, "%s", datarep);
+    f->external32 = external32;
     f->pos = 0;
     int err = f->comm->rank == 0 ? io_shared_set(f, 0) : 0;
     all = io_agree(f->comm, err ? io_errno_class(err) : MPI_SUCCESS);
@@ -249,7 +262,8 @@ static int type_extent(const char *func, MPI_File fh, MPI_Datatype datatype, MPI
         return hashi_err_file(func, fh, rc, "%s", why ? why : "invalid datatype");
     if (!extent)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "extent is NULL");
-    /* native and internal store the memory layout unchanged */
+    /* native and internal store the memory layout unchanged; so do the
+     * external32 views Hashi accepts (same sizes, another byte order) */
     *extent = hashi_type_extent(hashi_type_get(datatype));
     return MPI_SUCCESS;
 }
