@@ -1,7 +1,7 @@
 #!/bin/sh
-# The point-to-point and collective suites on an ASan + UBSan copy of the whole
-# tree (built on demand in BUILDDIR/sanitized/), at 2 and 4 ranks on the default
-# cell. The
+# The point-to-point, collective and MPI-IO suites on an ASan + UBSan copy of the
+# whole tree (built on demand in BUILDDIR/sanitized/), at 2 and 4 ranks on the
+# default cell. The
 # 2^31-byte message is left out: it needs ~4.5 GB, which ASan's shadow doubles.
 #   sanitized.sh TOP_SRCDIR TOP_BUILDDIR PYTHON3 [runtests args...]
 set -u
@@ -31,6 +31,6 @@ fi
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=86
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
 export ASAN_OPTIONS UBSAN_OPTIONS
-exec "$py" "$src/test/runtests" --suite p2p --suite coll --cell default \
-    --only '^(p2p_(?!bigmsg)|coll_)[a-z0-9_]*_[24]$' \
+exec "$py" "$src/test/runtests" --suite p2p --suite coll --suite io --cell default \
+    --only '^((p2p_(?!bigmsg)|coll_)[a-z0-9_]*_[24]|io_[24])$' \
     --top-srcdir "$src" --top-builddir "$san" --mpirun "$san/mpirun" "$@"

@@ -6,6 +6,7 @@ the ratio of each Hashi cell to the better peer.
   run_bench.py [p2p] --prefix PREFIX [--ranks 2] [--max BYTES] [--modes latency,bw,...]
   run_bench.py coll  --prefix PREFIX [--ranks 2,4,8] [--modes barrier,bcast,...]
   run_bench.py rma   --prefix PREFIX [--ranks 2] [--max BYTES] [--modes put_lat,get_lat,...]
+  run_bench.py io     --prefix PREFIX [--ranks 4] [--max BLOCK] [--modes write,read,...]
   run_bench.py launch --prefix PREFIX [--ranks 8] [--runs 15]
   common: [--cells CELL,...] [--no-peers] [--repeat N]
 
@@ -16,7 +17,10 @@ ibcast, iallreduce, igather, iscatter, iscan: Ixxx + Wait, pbarrier:
 Start + Wait of a persistent barrier, alltoallv, gatherv and neighbor: a
 periodic ring's MPI_Neighbor_alltoall) at each rank count; rma runs rma_bench.c
 (put, get, accumulate and fetch-and-op latency with a flush each, put
-bandwidth: 64 puts per flush); launch times `mpirun -n N hello` with hyperfine.
+bandwidth: 64 puts per flush); io runs io_bench.c (aggregate MB/s of
+write_at_all / read_at_all on contiguous regions of one shared file, and
+write_all / read_all through a view interleaving the ranks' blocks,
+64 MiB per rank, per block size up to --max); launch times `mpirun -n N hello` with hyperfine.
 
 A cell is either the name of a line of test/cells (default, ofi_tcp,
 dimmnet_emu, ...; `all` is every line) or DEVICE[:FI_PROVIDER[:KEY=VALUE...]]
@@ -43,12 +47,15 @@ HIGHER_IS_BETTER = {"latency": False, "paper": False, "bw": True, "bibw": True, 
                     "iallreduce": False, "pbarrier": False, "gather": False, "scatter": False,
                     "scan": False, "exscan": False, "reduce_scatter": False, "igather": False, "iscatter": False,
                     "iscan": False, "alltoallv": False, "gatherv": False, "neighbor": False, "put_lat": False, "get_lat": False, "put_bw": True, "acc_lat": False,
-                    "fop_lat": False}
-UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s", "put_bw": "MB/s"}  # everything else: us
+                    "fop_lat": False, "write": True, "read": True, "write_strided": True,
+                    "read_strided": True}
+UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s", "put_bw": "MB/s", "write": "MB/s", "read": "MB/s",
+         "write_strided": "MB/s", "read_strided": "MB/s"}  # everything else: us
 DEFAULTS = {  # what: (source, ranks, modes, cells, repeat)
     "p2p": ("p2p_bench.c", "2", "latency,bw,bibw,mrate", "ofi:shm,ofi:tcp", 3),
     "coll": ("coll_bench.c", "2,4,8", "barrier,bcast,reduce,allreduce,alltoall,allgather", "all", 2),
     "rma": ("rma_bench.c", "2", "put_lat,get_lat,put_bw,acc_lat,fop_lat", "all", 2),
+    "io": ("io_bench.c", "4", "write,read,write_strided,read_strided", "default", 2),
     "launch": (os.path.join("..", "hello.c"), "8", "", "all", 1),
 }
 

@@ -125,6 +125,19 @@ size_t hashi_type_unpack(void *buf, MPI_Count count, const struct MPI_ABI_Dataty
  */
 MPI_Count hashi_type_elements(const struct MPI_ABI_Datatype *t, uint64_t bytes);
 
+/*
+ * The byte runs of one element of t in stream order, as (displacement from
+ * the element's start, length): fn is called once per run of the layout
+ * (touching runs may come separately). Stops at and returns fn's first
+ * non-zero result. MPI-IO maps file views with it (io/view.c).
+ */
+typedef int hashi_type_run_fn(void *arg, MPI_Aint disp, MPI_Count len);
+int hashi_type_visit_runs(const struct MPI_ABI_Datatype *t, hashi_type_run_fn *fn, void *arg);
+
+/* Bytes of one element of t in the external32 representation
+ * (datatype_external.c; MPI-IO's external32 views). */
+MPI_Count hashi_type_external32_size(const struct MPI_ABI_Datatype *t);
+
 /* References held by pending operations and by derived types built on t; a
  * derived type is destroyed when the last one (the user's handle included)
  * goes. No-ops on predefined types. */

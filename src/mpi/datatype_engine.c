@@ -592,6 +592,42 @@ size_t hashi_type_unpack(void *buf, MPI_Count count, const struct MPI_ABI_Dataty
 }
 
 /* ---------------------------------------------------------------------- */
+/* Runs of one element, in stream order (MPI-IO's file views)              */
+/* ---------------------------------------------------------------------- */
+
+static int visit_node(const struct hashi_type_repr *node, MPI_Aint base, hashi_type_run_fn *fn, void *arg)
+{
+    base += node->disp;
+    int rc = 0;
+    switch (node->kind) {
+    case HASHI_REPR_LEAF:
+        return node->size > 0 ? fn(arg, base, node->size) : 0;
+    case HASHI_REPR_VEC:
+        for (MPI_Count i = 0; i < node->count && !rc; i++)
+            rc = visit_node(node->u.vec.child, base + (MPI_Aint)i * node->u.vec.stride, fn, arg);
+        return rc;
+    case HASHI_REPR_RUNS:
+        for (MPI_Count j = 0; j < node->count && !rc; j++)
+            rc = fn(arg, base + node->u.runs.offs[j], node->u.runs.lens[j]);
+        return rc;
+    case HASHI_REPR_SEQ:
+        for (MPI_Count j = 0; j < node->count && !rc; j++)
+            rc = visit_node(&node->u.seq.items[j], base, fn, arg);
+        return rc;
+    }
+    return 0;
+}
+
+int hashi_type_visit_runs(const struct MPI_ABI_Datatype *t, hashi_type_run_fn *fn, void *arg)
+{
+    if (t->size == 0)
+        return 0;
+    if (t->dense || t->contiguous || !t->repr)
+        return fn(arg, t->true_lb, t->size);
+    return visit_node(t->repr, 0, fn, arg);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Description                                                             */
 /* ---------------------------------------------------------------------- */
 

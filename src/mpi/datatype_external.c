@@ -340,6 +340,12 @@ static MPI_Count ext_size(const struct MPI_ABI_Datatype *t)
     return (t->size / c->size) * ext_size(c);
 }
 
+MPI_Count hashi_type_external32_size(const struct MPI_ABI_Datatype *t)
+{
+    call_once(&conv_once, conv_table_init);
+    return ext_size(t);
+}
+
 /* ---- the MPI calls ---- */
 
 static int check_datarep(const char *func, const char *datarep)

@@ -216,6 +216,10 @@ void hashi_errhandler_release(struct MPI_ABI_Errhandler *eh)
     }
 }
 
+/* MPI_FILE_NULL's handler: what MPI_File_open gives new files, and the
+ * handler of errors on no valid file. */
+static struct MPI_ABI_Errhandler *file_default_eh = &eh_return;
+
 static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, const void *handle)
 {
     if (kind == HASHI_OBJ_COMM) {
@@ -236,8 +240,14 @@ static struct MPI_ABI_Errhandler *object_errhandler(enum hashi_obj_kind kind, co
         if (win && win->errhandler)
             return win->errhandler;
     }
-    /* No object, an invalid one, or a file (no such objects exist in
-     * Hashi): MPI_COMM_SELF's handler, as MPI-4 says for no object. */
+    if (kind == HASHI_OBJ_FILE) {
+        /* An invalid file (MPI_FILE_NULL included) and MPI_File_open raise on
+         * MPI_FILE_NULL's handler (MPI 4.1 sec. 14.7). */
+        struct MPI_ABI_File *file = hashi_file_get((MPI_File)(uintptr_t)handle);
+        return file && file->errhandler ? file->errhandler : file_default_eh;
+    }
+    /* No object or an invalid one: MPI_COMM_SELF's handler, as MPI-4 says
+     * for no object. */
     return hashi_comm_self.errhandler ? hashi_comm_self.errhandler : &eh_fatal;
 }
 
@@ -289,6 +299,9 @@ static int dispatch(enum hashi_obj_kind kind, const void *handle, int code, int 
         } else if (eh->obj_kind == HASHI_OBJ_WIN && kind == HASHI_OBJ_WIN) {
             MPI_Win win = (MPI_Win)(uintptr_t)handle;
             ((MPI_Win_errhandler_function *)(void (*)(void))eh->user_fn)(&win, &code);
+        } else if (eh->obj_kind == HASHI_OBJ_FILE && kind == HASHI_OBJ_FILE) {
+            MPI_File file = hashi_file_get((MPI_File)(uintptr_t)handle) ? (MPI_File)(uintptr_t)handle : MPI_FILE_NULL;
+            ((MPI_File_errhandler_function *)(void (*)(void))eh->user_fn)(&file, &code);
         } else if (eh->obj_kind == HASHI_OBJ_COMM && (kind == HASHI_OBJ_COMM || kind == HASHI_OBJ_NONE)) {
             MPI_Comm comm = kind == HASHI_OBJ_COMM ? (MPI_Comm)(uintptr_t)handle : MPI_COMM_SELF;
             ((MPI_Comm_errhandler_function *)(void (*)(void))eh->user_fn)(&comm, &code);
@@ -730,6 +743,93 @@ int hashi_impl_Win_call_errhandler(MPI_Win win, int errorcode)
 struct MPI_ABI_Errhandler *hashi_errhandler_win_default(void)
 {
     return &eh_fatal;
+}
+
+/* ---- files ---- */
+
+int hashi_impl_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    static const char func[] = "MPI_File_create_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    if (!fn || !errhandler)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "function or errhandler is NULL");
+    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
+    if (!eh)
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
+    eh->kind = HASHI_EH_USER;
+    eh->obj_kind = HASHI_OBJ_FILE;
+    eh->user_fn = (void (*)(void))fn;
+    atomic_init(&eh->refcount, 1);
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+
+/* The handler slot of a file argument: the file's, or MPI_FILE_NULL's
+ * default; NULL (MPI_ERR_FILE raised in *rc) for anything else. */
+static struct MPI_ABI_Errhandler **file_errhandler_slot(const char *func, MPI_File file, int *rc)
+{
+    if (file == MPI_FILE_NULL)
+        return &file_default_eh;
+    struct MPI_ABI_File *f = hashi_file_get(file);
+    if (!f) {
+        *rc = hashi_err_raise(func, HASHI_OBJ_FILE, MPI_FILE_NULL, MPI_ERR_FILE, "not a valid file handle");
+        return NULL;
+    }
+    return &f->errhandler;
+}
+
+int hashi_impl_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler)
+{
+    static const char func[] = "MPI_File_set_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Errhandler **slot = file_errhandler_slot(func, file, &rc);
+    if (!slot)
+        return rc;
+    struct MPI_ABI_Errhandler *eh = hashi_errhandler_get(errhandler);
+    if (!eh || (eh->kind == HASHI_EH_USER && eh->obj_kind != HASHI_OBJ_FILE))
+        return hashi_err_file(func, file, MPI_ERR_ARG, "not an error handler for files");
+    hashi_errhandler_retain(eh);
+    hashi_errhandler_release(*slot);
+    *slot = eh;
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler)
+{
+    static const char func[] = "MPI_File_get_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    struct MPI_ABI_Errhandler **slot = file_errhandler_slot(func, file, &rc);
+    if (!slot)
+        return rc;
+    if (!errhandler)
+        return hashi_err_file(func, file, MPI_ERR_ARG, "errhandler is NULL");
+    hashi_errhandler_retain(*slot);
+    *errhandler = errhandler_handle(*slot);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_File_call_errhandler(MPI_File file, int errorcode)
+{
+    static const char func[] = "MPI_File_call_errhandler";
+    HASHI_CHECK_INITIALIZED(func);
+    int rc;
+    if (!file_errhandler_slot(func, file, &rc))
+        return rc;
+    int cls = code_to_class(errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(HASHI_OBJ_FILE, (const void *)(uintptr_t)file, errorcode, cls, message);
+    return MPI_SUCCESS;
+}
+
+struct MPI_ABI_Errhandler *hashi_errhandler_file_default(void)
+{
+    hashi_errhandler_retain(file_default_eh);
+    return file_default_eh;
 }
 
 /* The handlers the communicators start with. */

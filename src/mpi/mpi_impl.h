@@ -128,6 +128,28 @@ int hashi_win_predefined_attr(struct MPI_ABI_Win *w, int keyval, void **value, i
 #define hashi_err_win(func, win, code, ...) \
     hashi_err_raise((func), HASHI_OBJ_WIN, (const void *)(win), (code), __VA_ARGS__)
 
+/* ---- files (io/) ---- */
+/*
+ * The part of a file handle the rest of the layer sees (error handlers in
+ * errors.c); the MPI-IO state follows it in struct hashi_file (io/io.h).
+ */
+struct MPI_ABI_File {
+    uint32_t magic;               /* HASHI_FILE_MAGIC; 0 once closed */
+    struct MPI_ABI_Errhandler *errhandler;
+};
+#define HASHI_FILE_MAGIC 0x46494c45u
+/* The object behind a file handle, or NULL if it is not a valid one. */
+static inline struct MPI_ABI_File *hashi_file_get(MPI_File h)
+{
+    if (hashi_handle_is_predefined(h) || h->magic != HASHI_FILE_MAGIC) return NULL;
+    return h;
+}
+/* The handler a new file starts with: the one set on MPI_FILE_NULL
+ * (MPI_ERRORS_RETURN unless changed), retained for the caller. */
+struct MPI_ABI_Errhandler *hashi_errhandler_file_default(void);
+#define hashi_err_file(func, file, code, ...) \
+    hashi_err_raise((func), HASHI_OBJ_FILE, (const void *)(file), (code), __VA_ARGS__)
+
 /* ---- set-up and tear-down of each part, called by MPI_Init / MPI_Finalize ---- */
 void hashi_types_init(void);        /* datatype.c: the predefined types */
 void hashi_comms_init(void);        /* comm.c: world/self groups, context ids */
