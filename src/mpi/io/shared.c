@@ -41,7 +41,8 @@ static char *companion_name(const char *path, long long pid, long long serial)
 static int companion_fd(struct hashi_file *f, int create, int *fd)
 {
     if (f->shared_fd < 0) {
-        f->shared_fd = open(f->shared_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+        /* 0600: the pointer is the job's own, never another user's to move. */
+        f->shared_fd = open(f->shared_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
         if (f->shared_fd < 0)
             return errno;
     }
