@@ -861,14 +861,14 @@ static void xchg_plan(struct dn_xchg *x, int n, int me)
         const struct hashi_device_block *list = side ? x->recvs : x->sends;
         for (int k = 0, m = side ? x->nrecvs : x->nsends; k < m; k++) {
             int p = list[k].peer;
-            if (p != me && list[k].bytes > x->slot_max && list[k].bytes < co.exchange_read_min)
+            if (p != me && list[k].bytes > x->slot_max && list[k].bytes < co.exchange_read_min) {
                 x->nmid++;
-            else
+            } else {
                 (side ? x->from : x->to)[p] = k;
+                x->noffer += !side && p != me && list[k].bytes > x->slot_max;   /* one send per peer */
+            }
         }
     }
-    for (int k = 0; k < x->nsends; k++)
-        x->noffer += x->sends[k].peer != me && x->to[x->sends[k].peer] == k && x->sends[k].bytes > x->slot_max;
 }
 
 /* A run's messages (the pairs between the slots and the reads). */
