@@ -133,7 +133,8 @@ static void setup(struct xcase *c)
          * rank order, one apart. In place both are the receive layout and
          * the counts symmetric. */
         for (int p = n - 1; p >= 0; p--) {
-            c->sc[p] = c->in_place ? pair_count(p < me ? p : me, p < me ? me : p, c->shape) : pair_count(me, p, c->shape);
+            int lo = p < me ? p : me, hi = p < me ? me : p;
+            c->sc[p] = c->in_place ? pair_count(lo, hi, c->shape) : pair_count(me, p, c->shape);
             c->sd[p] = at;
             at += c->sc[p] + 3;
         }
@@ -374,11 +375,11 @@ static void check(const struct xcase *c, int tag, const char *form)
             for (int i = 0; i < c->rc[p]; i++) {
                 int64_t got = c->rbuf[(size_t)(c->rd[p] + i) * stride];
                 CHECK(got == value(p, me, tag, i), "%s %s%s%s from %d element %d of %d: %lld, expected %lld", form,
-                       what, c->in_place ? " in place" : "", c->strided ? " strided" : "", p, i, c->rc[p],
-                       (long long)got, (long long)value(p, me, tag, i));
+                      what, c->in_place ? " in place" : "", c->strided ? " strided" : "", p, i, c->rc[p],
+                      (long long)got, (long long)value(p, me, tag, i));
             }
             CHECK(c->rbuf[(size_t)(c->rd[p] + c->rc[p]) * stride] == SENTINEL, "%s %s wrote past the block from %d",
-                   form, what, p);
+                  form, what, p);
         }
         break;
     case ALLTOALLW:
@@ -387,7 +388,7 @@ static void check(const struct xcase *c, int tag, const char *form)
             const int64_t *b = c->rbuf + (size_t)p * 2 * MAXK;
             for (int i = 0; i < w_elems(kind); i++)
                 CHECK(b[i] == value(p, me, tag, i), "%s %s from %d (kind %d) element %d: %lld, expected %lld", form,
-                       what, p, kind, i, (long long)b[i], (long long)value(p, me, tag, i));
+                      what, p, kind, i, (long long)b[i], (long long)value(p, me, tag, i));
             CHECK(b[w_elems(kind)] == SENTINEL, "%s %s wrote past the block from %d", form, what, p);
         }
         break;
@@ -398,11 +399,11 @@ static void check(const struct xcase *c, int tag, const char *form)
             for (int i = 0; i < c->rc[p]; i++) {
                 int64_t got = c->rbuf[(size_t)(c->rd[p] + i) * stride];
                 CHECK(got == value(p, c->root, tag, i), "%s %s at %d%s from %d element %d: %lld, expected %lld", form,
-                       what, c->root, c->in_place ? " in place" : "", p, i, (long long)got,
-                       (long long)value(p, c->root, tag, i));
+                      what, c->root, c->in_place ? " in place" : "", p, i, (long long)got,
+                      (long long)value(p, c->root, tag, i));
             }
             CHECK(c->rbuf[(size_t)(c->rd[p] + c->rc[p]) * stride] == SENTINEL, "%s %s wrote past the block from %d",
-                   form, what, p);
+                  form, what, p);
         }
         break;
     case SCATTERV:
@@ -410,14 +411,14 @@ static void check(const struct xcase *c, int tag, const char *form)
             break;   /* its block stays in the send buffer */
         for (int i = 0; i < c->rc[me]; i++)
             CHECK(c->sbuf[i] == value(c->root, me, tag, i), "%s %s from %d element %d: %lld, expected %lld", form,
-                   what, c->root, i, (long long)c->sbuf[i], (long long)value(c->root, me, tag, i));
+                  what, c->root, i, (long long)c->sbuf[i], (long long)value(c->root, me, tag, i));
         CHECK(c->sbuf[c->rc[me]] == SENTINEL, "%s %s wrote past the block", form, what);
         break;
     case ALLGATHERV:
         for (int p = 0; p < n; p++) {
             for (int i = 0; i < c->rc[p]; i++)
                 CHECK(c->rbuf[c->rd[p] + i] == value(p, 0, tag, i), "%s %s%s from %d element %d: %lld", form, what,
-                       c->in_place ? " in place" : "", p, i, (long long)c->rbuf[c->rd[p] + i]);
+                      c->in_place ? " in place" : "", p, i, (long long)c->rbuf[c->rd[p] + i]);
             CHECK(c->rbuf[c->rd[p] + c->rc[p]] == SENTINEL, "%s %s wrote past the block from %d", form, what, p);
         }
         break;
@@ -428,12 +429,13 @@ static void check(const struct xcase *c, int tag, const char *form)
         for (int d = 0; d < 2; d++) {
             const int64_t *b = c->rbuf + (size_t)d * (size_t)(k + gap);
             for (int i = 0; i < k; i++)
-                CHECK(b[i] == value(ring_nb[d], !d, tag, i), "%s %s (%d int64) block %d element %d: %lld, expected %lld",
-                       form, what, k, d, i, (long long)b[i], (long long)value(ring_nb[d], !d, tag, i));
+                CHECK(b[i] == value(ring_nb[d], !d, tag, i),
+                      "%s %s (%d int64) block %d element %d: %lld, expected %lld", form, what, k, d, i,
+                      (long long)b[i], (long long)value(ring_nb[d], !d, tag, i));
         }
         /* After the second block (and, for w, after the first: its gap). */
         CHECK(c->rbuf[2 * (size_t)k + (size_t)gap] == SENTINEL && (!gap || c->rbuf[k] == SENTINEL),
-               "%s %s wrote past a block", form, what);
+              "%s %s wrote past a block", form, what);
         break;
     }
     case NB_ALLGATHER:
@@ -441,7 +443,7 @@ static void check(const struct xcase *c, int tag, const char *form)
             for (int i = 0; i < c->k; i++) {
                 int64_t want = line_nb[d] == MPI_PROC_NULL ? SENTINEL : value(line_nb[d], 0, tag, i);
                 CHECK(c->rbuf[d * c->k + i] == want, "%s %s (%d int64) side %d element %d: %lld, expected %lld",
-                       form, what, c->k, d, i, (long long)c->rbuf[d * c->k + i], (long long)want);
+                      form, what, c->k, d, i, (long long)c->rbuf[d * c->k + i], (long long)want);
             }
         break;
     case NB_ALLGATHERV:
@@ -450,8 +452,8 @@ static void check(const struct xcase *c, int tag, const char *form)
             int to = c->kind == NB_ALLTOALLV ? e : 0;
             for (int i = 0; i < c->rc[e]; i++)
                 CHECK(c->rbuf[c->rd[e] + i] == value(graph_src[e], to, tag, i),
-                       "%s %s edge %d from %d element %d: %lld, expected %lld", form, what, e, graph_src[e], i,
-                       (long long)c->rbuf[c->rd[e] + i], (long long)value(graph_src[e], to, tag, i));
+                      "%s %s edge %d from %d element %d: %lld, expected %lld", form, what, e, graph_src[e], i,
+                      (long long)c->rbuf[c->rd[e] + i], (long long)value(graph_src[e], to, tag, i));
             CHECK(c->rbuf[c->rd[e] + c->rc[e]] == SENTINEL, "%s %s wrote past edge %d", form, what, e);
         }
         break;
@@ -497,7 +499,8 @@ int main(int argc, char **argv)
                                              MPI_INFO_NULL, 0, &graph));
 
 #define CASE(kind_, comm_, shape_, root_, in_place_, strided_, k_)                                                   \
-    { .kind = kind_, .comm = comm_, .shape = shape_, .root = root_, .in_place = in_place_, .strided = strided_, .k = k_ }
+    { .kind = kind_, .comm = comm_, .shape = shape_, .root = root_, .in_place = in_place_,                         \
+      .strided = strided_, .k = k_ }
     struct xcase cases[] = {
         CASE(ALLTOALLV, MPI_COMM_WORLD, 0, 0, 0, 0, 0),
         CASE(ALLTOALLV, MPI_COMM_WORLD, 1, 0, 0, 1, 0),
@@ -541,8 +544,8 @@ int main(int argc, char **argv)
         CHECK(MPI_T_pvar_get_index("dimmnet_llcm_nb_colls", MPI_T_PVAR_CLASS_COUNTER, &inb) == MPI_SUCCESS,
               "mode %s needs dimmnet's counter dimmnet_llcm_nb_colls", mode);
         CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "pvar_session_create failed");
-        CHECK(MPI_T_pvar_handle_alloc(session, ix, NULL, &exchanges, &count) == MPI_SUCCESS, "pvar_handle_alloc failed");
-        CHECK(MPI_T_pvar_handle_alloc(session, inb, NULL, &nb_colls, &count) == MPI_SUCCESS, "pvar_handle_alloc failed");
+        CHECK(MPI_T_pvar_handle_alloc(session, ix, NULL, &exchanges, &count) == MPI_SUCCESS, "pvar_handle_alloc");
+        CHECK(MPI_T_pvar_handle_alloc(session, inb, NULL, &nb_colls, &count) == MPI_SUCCESS, "pvar_handle_alloc");
         x0 = read_pvar(session, exchanges);
         nb0 = read_pvar(session, nb_colls);
     }

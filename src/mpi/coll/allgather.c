@@ -305,8 +305,8 @@ static int device_allgatherv(struct hashi_sched *s, const void *sendbuf, MPI_Cou
  * a step of s: our one block to every member, every member's into its
  * place. With MPI_IN_PLACE our block is in its place already and stays.
  */
-static int device_allgatherv_exchange(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype, void *recvbuf,
-                                      const MPI_Count rcounts[], const MPI_Aint displs[],
+static int device_allgatherv_exchange(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                                      void *recvbuf, const MPI_Count rcounts[], const MPI_Aint displs[],
                                       const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype, struct MPI_ABI_Comm *c)
 {
     if (!(s ? hashi_device->coll.op_init != NULL : hashi_device->coll.exchange != NULL))

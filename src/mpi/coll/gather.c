@@ -208,7 +208,8 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
      * call; else the two levels where they apply, else the flat algorithms. */
     int declined = 1;
     if (s && call->mode != HASHI_COLL_BLOCKING)
-        declined = (rc = is_v ? device_gatherv(s, &a, c) : device_gather(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
+        declined =
+            (rc = is_v ? device_gatherv(s, &a, c) : device_gather(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
     if (s && declined && !is_v)
         declined = (rc = hashi_coll_hier_gather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
                    HASHI_COLL_FLAT;

@@ -51,9 +51,9 @@ static int build_neighbor(struct hashi_sched *s, int cartesian, int indegree, co
 
 /* The call on the device's sparse exchange, blocking or as a step of s,
  * the blocks in build_neighbor's order (which is MPI's matching order). */
-static int device_neighbor(struct hashi_sched *s, struct MPI_ABI_Comm *c, int cartesian, int indegree, const int sources[], int outdegree,
-                           const int destinations[], const struct hashi_coll_blocks *send,
-                           const struct hashi_coll_blocks *recv)
+static int device_neighbor(struct hashi_sched *s, struct MPI_ABI_Comm *c, int cartesian, int indegree,
+                           const int sources[], int outdegree, const int destinations[],
+                           const struct hashi_coll_blocks *send, const struct hashi_coll_blocks *recv)
 {
     if (!(s ? hashi_device->coll.op_init != NULL : hashi_device->coll.exchange != NULL))
         return HASHI_DEVICE_COLL_DECLINE;
