@@ -405,7 +405,24 @@ static struct ring *channel(const struct MPI_ABI_Comm *c)
  */
 enum { V_SLOTS, V_COUNTER, V_DISSEM, V_EXCHANGE };
 enum { PH_IDLE, PH_QUEUED, PH_POST, PH_WAIT, PH_DRAIN, PH_DONE };
-struct dn_xchg;
+/* The sparse exchange's own state (step_exchange, below). */
+struct dn_xchg {
+    const struct hashi_device_block *sends, *recvs;
+    int *to, *from;        /* by comm rank: index into sends / recvs of a pair on the ring, or -1 */
+    size_t slot_max;       /* blocks up to it travel in the slots */
+    struct MPI_ABI_Comm *comm;
+    int tag;
+    int nsends, nrecvs;
+    int nmid;              /* blocks that go as messages (room in msgs) */
+    int noffer;            /* send blocks offered for reading (room in mem, readers) */
+    void *extra;           /* msgs, mem and readers, when there are any (malloc'd) */
+    struct MPI_ABI_Request **msgs;
+    int nmsgs, msg_error;  /* messages posted in this run; the first failure to post one */
+    struct hashi_tl_mem *mem;
+    int *readers;          /* comm ranks told to read mem[k] */
+    int posted, drained;   /* offered blocks posted / withdrawn in this run */
+    int reading, read_done, read_status;   /* the offered block being read */
+};
 #define OP_RAW (-1)   /* kind: an exchange whose caller reads the slots itself */
 
 struct hashi_device_coll_op {
@@ -430,7 +447,8 @@ struct hashi_device_coll_op {
      * (op_watching). */
     const uint64_t *watch;
     uint64_t watch_seq;
-    struct dn_xchg *x;     /* V_EXCHANGE: the sparse exchange's blocks and state */
+    struct dn_xchg *x;     /* V_EXCHANGE: the sparse exchange's blocks and state (xs) */
+    struct dn_xchg xs;
     struct hashi_device_coll_op *next;   /* c's queue */
 };
 typedef struct hashi_device_coll_op dn_op;
@@ -833,22 +851,6 @@ DN_INLINE int step_dissem(dn_op *op)
  * first; one read at a time), DRAIN (our offered blocks' readers, then
  * the messages), so a run never waits inside a step.
  */
-struct dn_xchg {
-    const struct hashi_device_block *sends, *recvs;
-    int *to, *from;        /* by comm rank: index into sends / recvs of a pair on the ring, or -1 */
-    size_t slot_max;       /* blocks up to it travel in the slots */
-    struct MPI_ABI_Comm *comm;
-    int tag;
-    int nsends, nrecvs;
-    int nmid;              /* blocks that go as messages (room in msgs) */
-    int noffer;            /* send blocks offered for reading (room in mem, readers) */
-    struct MPI_ABI_Request **msgs;
-    int nmsgs, msg_error;  /* messages posted in this run; the first failure to post one */
-    struct hashi_tl_mem *mem;
-    int *readers;          /* comm ranks told to read mem[k] */
-    int posted, drained;   /* offered blocks posted / withdrawn in this run */
-    int reading, read_done, read_status;   /* the offered block being read */
-};
 
 /* Which pairs use the ring and which go as messages, from the block
  * lengths alone (the same on both ends of a pair). */
@@ -869,6 +871,20 @@ static void xchg_plan(struct dn_xchg *x, int n, int me)
             }
         }
     }
+}
+
+/* Room for the messages and offered blocks xchg_plan found (none: no malloc). */
+static int xchg_extra(struct dn_xchg *x)
+{
+    size_t msgs = (size_t)x->nmid * sizeof *x->msgs, mem = (size_t)x->noffer * sizeof *x->mem;
+    x->extra = msgs + mem ? malloc(msgs + mem + (size_t)x->noffer * sizeof *x->readers) : NULL;
+    if (msgs + mem && !x->extra)
+        return MPI_ERR_NO_MEM;
+    /* Pointers first, then the ints (alignment). */
+    x->msgs = x->extra;
+    x->mem = (struct hashi_tl_mem *)(void *)((char *)x->extra + msgs);
+    x->readers = (int *)(void *)((char *)x->extra + msgs + mem);
+    return MPI_SUCCESS;
 }
 
 /* A run's messages (the pairs between the slots and the reads). */
@@ -2173,14 +2189,10 @@ static int dn_exchange(const struct hashi_device_block *sends, int nsends, const
      * stack with the shared arrays; only its messages and registrations
      * take memory, and only when there are such pairs. */
     struct dn_xchg x = { .sends = sends, .recvs = recvs, .to = co.x_send, .from = co.x_recv,
-                         .slot_max = co.max_bytes, .comm = c, .tag = tag, .nsends = nsends, .nrecvs = nrecvs,
-                         .readers = co.readers };
+                         .slot_max = co.max_bytes, .comm = c, .tag = tag, .nsends = nsends, .nrecvs = nrecvs };
     xchg_plan(&x, c->size, c->rank);
-    if ((x.nmid && !(x.msgs = malloc((size_t)x.nmid * sizeof *x.msgs))) ||
-        (x.noffer && !(x.mem = malloc((size_t)x.noffer * sizeof *x.mem)))) {
-        free(x.msgs);
+    if (xchg_extra(&x) != MPI_SUCCESS)
         return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
-    }
     dn_op op;   /* what step_exchange reads: set here and by xchg_activate */
     op.kind = HASHI_DEVICE_OP_EXCHANGE;
     op.variant = V_EXCHANGE;
@@ -2195,8 +2207,7 @@ static int dn_exchange(const struct hashi_device_block *sends, int nsends, const
     xchg_activate(&op);
     if (!step_exchange(&op))
         hashi_progress_wait_until(blk_exchange, &op);
-    free(x.msgs);
-    free(x.mem);
+    free(x.extra);
     if (op.error == MPI_SUCCESS)
         hashi_dn_stats.coll_exchanges++;
     return op.error;
@@ -2255,30 +2266,19 @@ static int dn_reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Count
  */
 static void dn_op_free(dn_op *op);
 
-/* An exchange operation's state, its pairs planned once (a persistent
- * request's every run reuses them): one block with the arrays. */
-static struct dn_xchg *xchg_new(const struct hashi_device_coll_args *a, const struct ring *r, int n, int me)
+/* An exchange operation's state in op (its to / from after the member
+ * array), its pairs planned once: a persistent request's every run reuses
+ * them. */
+static int xchg_setup(dn_op *op, const struct hashi_device_coll_args *a, const struct ring *r, int n, int me)
 {
-    struct dn_xchg plan = { .sends = a->sends, .recvs = a->recvs, .nsends = a->nsends, .nrecvs = a->nrecvs,
-                            .to = co.x_send, .from = co.x_recv,
-                            .slot_max = co.max_bytes < r->payload ? co.max_bytes : r->payload };
-    xchg_plan(&plan, n, me);
-    size_t msgs = (size_t)plan.nmid * sizeof(struct MPI_ABI_Request *), mem = (size_t)plan.noffer * sizeof *plan.mem;
-    struct dn_xchg *x = malloc(sizeof *x + msgs + mem + (2 * (size_t)n + (size_t)plan.noffer) * sizeof(int));
-    if (!x)
-        return NULL;
-    *x = plan;
-    x->comm = a->comm;
-    x->tag = a->tag;
-    /* Pointers first, then the ints (alignment). */
-    x->msgs = (struct MPI_ABI_Request **)(void *)(x + 1);
-    x->mem = (struct hashi_tl_mem *)(void *)((char *)x->msgs + msgs);
-    x->to = (int *)(void *)((char *)x->mem + mem);
-    x->from = x->to + n;
-    x->readers = x->from + n;
-    memcpy(x->to, plan.to, (size_t)n * sizeof *x->to);
-    memcpy(x->from, plan.from, (size_t)n * sizeof *x->from);
-    return x;
+    struct dn_xchg *x = &op->xs;
+    *x = (struct dn_xchg){ .sends = a->sends, .recvs = a->recvs, .nsends = a->nsends, .nrecvs = a->nrecvs,
+                           .to = op->member + co.max_ranks, .from = op->member + 2 * co.max_ranks,
+                           .slot_max = co.max_bytes < r->payload ? co.max_bytes : r->payload, .comm = a->comm,
+                           .tag = a->tag };
+    xchg_plan(x, n, me);
+    op->x = x;
+    return xchg_extra(x);
 }
 
 static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
@@ -2333,20 +2333,21 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
     if (op)
         co.op_cache = op->next;
     else
-        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + sizeof(int)));
+        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + 3 * sizeof(int)));
     if (!op || !comm_state(c)) {
         free(op);
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     }
+    /* seq, member, then an exchange's to and from */
+    op->seq = (uint64_t *)(void *)(op + 1);
+    op->member = (int *)(void *)(op->seq + co.max_ranks);
     op->x = NULL;
-    if (variant == V_EXCHANGE && (op->x = xchg_new(a, r, n, c->rank)) == NULL) {
+    if (variant == V_EXCHANGE && xchg_setup(op, a, r, n, c->rank) != MPI_SUCCESS) {
         dn_op_free(op);
         return MPI_ERR_NO_MEM;
     }
     /* Every field set here or by op_activate (no memset: it was an eighth of
      * a small Ibarrier's cost in the device). */
-    op->seq = (uint64_t *)(void *)(op + 1);
-    op->member = (int *)(void *)(op->seq + co.max_ranks);
     if (flat)
         memcpy(op->member, co.member, (size_t)n * sizeof *op->member);
     op->kind = (int)a->kind;
@@ -2423,7 +2424,8 @@ static int dn_op_progress(dn_op *op, int *done)
 
 static void dn_op_free(dn_op *op)
 {
-    free(op->x);
+    if (op->x)
+        free(op->x->extra);
     op->x = NULL;
     op->next = co.op_cache;
     co.op_cache = op;
