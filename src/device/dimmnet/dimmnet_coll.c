@@ -46,9 +46,10 @@
  * make a fast rank's early store of the next epoch harmless.
  *
  * Nonblocking and persistent collectives (the device's op_* entries) run
- * the same flat collectives, the counter and the dissemination barrier as
- * state machines (op_step) on a channel per communicator: see "Channels"
- * and the machines below. A blocking call runs the same machine to its end.
+ * the same flat collectives, the counter and the dissemination barrier and
+ * the sparse exchange as state machines (op_step) on a channel per
+ * communicator: see "Channels" and the machines below. A blocking call runs
+ * the same machine to its end.
  */
 #include "device/dimmnet/dimmnet.h"
 #include "mpi/coll/op.h"
