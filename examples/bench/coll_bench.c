@@ -23,6 +23,10 @@
  *   alltoallv    MPI_Alltoallv, SIZE bytes to and from every rank (equal counts)
  *   gatherv      MPI_Gatherv to rank 0, SIZE bytes from every rank
  *   neighbor     MPI_Neighbor_alltoall on a periodic ring, SIZE bytes each way
+ *   ialltoallv   MPI_Ialltoallv + MPI_Wait (as alltoallv)
+ *   ineighbor    MPI_Ineighbor_alltoall + MPI_Wait (as neighbor)
+ *   pneighbor    MPI_Start + MPI_Wait of one MPI_Neighbor_alltoall_init
+ *                request per size (as neighbor; made at the first call)
  *
  * Sizes are 8 bytes and the powers of 4 from 16 bytes up to max_bytes
  * (default 4 MiB). For each size: warm-up calls, then each call is timed on
@@ -42,6 +46,7 @@
 #include <mpi-ext.h>
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 #define MPI_Barrier_init MPIX_Barrier_init
+#define MPI_Neighbor_alltoall_init MPIX_Neighbor_alltoall_init
 #endif
 #endif
 #include <stdio.h>
@@ -50,13 +55,14 @@
 
 enum bench { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLTOALL, ALLGATHER, IBARRIER, IBCAST, IALLREDUCE, PBARRIER,
              GATHER, SCATTER, SCAN, EXSCAN, REDUCE_SCATTER, IGATHER, ISCATTER, ISCAN, ALLTOALLV, GATHERV,
-             NEIGHBOR };
+             NEIGHBOR, IALLTOALLV, INEIGHBOR, PNEIGHBOR };
 static const char *const bench_names[] = {"barrier",  "bcast",   "reduce",     "allreduce", "alltoall",
                                           "allgather", "ibarrier", "ibcast",    "iallreduce", "pbarrier",
                                           "gather",   "scatter", "scan",       "exscan",    "reduce_scatter",
                                           "igather",  "iscatter", "iscan",      "alltoallv", "gatherv",
-                                          "neighbor"};
-static MPI_Request persistent = MPI_REQUEST_NULL;   /* pbarrier's */
+                                          "neighbor", "ialltoallv", "ineighbor", "pneighbor"};
+static MPI_Request persistent = MPI_REQUEST_NULL;   /* pbarrier's, pneighbor's */
+static size_t persistent_bytes;                     /* the size pneighbor's request was made for */
 static MPI_Comm ring = MPI_COMM_NULL;               /* neighbor's */
 static int *vcounts, *vdispls;                      /* alltoallv's and gatherv's, per rank */
 
@@ -143,6 +149,7 @@ static void run_once(enum bench b, char *send, char *recv, size_t bytes)
         MPI_Reduce_scatter_block(send, recv, count / (int)sizeof(float), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     case ALLTOALLV:
+    case IALLTOALLV:
     case GATHERV: {
         int ranks;
         MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -150,14 +157,35 @@ static void run_once(enum bench b, char *send, char *recv, size_t bytes)
             vcounts[i] = count;
             vdispls[i] = i * count;
         }
-        if (b == ALLTOALLV)
+        if (b == ALLTOALLV) {
             MPI_Alltoallv(send, vcounts, vdispls, MPI_CHAR, recv, vcounts, vdispls, MPI_CHAR, MPI_COMM_WORLD);
-        else
+        } else if (b == IALLTOALLV) {
+            MPI_Request r;
+            MPI_Ialltoallv(send, vcounts, vdispls, MPI_CHAR, recv, vcounts, vdispls, MPI_CHAR, MPI_COMM_WORLD, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        } else
             MPI_Gatherv(send, count, MPI_CHAR, recv, vcounts, vdispls, MPI_CHAR, 0, MPI_COMM_WORLD);
         break;
     }
     case NEIGHBOR:
         MPI_Neighbor_alltoall(send, count, MPI_CHAR, recv, count, MPI_CHAR, ring);
+        break;
+    case INEIGHBOR: {
+        MPI_Request r;
+        MPI_Ineighbor_alltoall(send, count, MPI_CHAR, recv, count, MPI_CHAR, ring, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        break;
+    }
+    case PNEIGHBOR:
+        if (persistent == MPI_REQUEST_NULL || persistent_bytes != bytes) {
+            if (persistent != MPI_REQUEST_NULL)
+                MPI_Request_free(&persistent);
+            MPI_Neighbor_alltoall_init(send, count, MPI_CHAR, recv, count, MPI_CHAR, ring, MPI_INFO_NULL,
+                                       &persistent);
+            persistent_bytes = bytes;
+        }
+        MPI_Start(&persistent);
+        MPI_Wait(&persistent, MPI_STATUS_IGNORE);
         break;
     }
 }
@@ -209,7 +237,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "usage: coll_bench barrier|bcast|reduce|allreduce|alltoall|allgather|ibarrier|ibcast|"
                             "iallreduce|pbarrier|gather|scatter|scan|exscan|reduce_scatter|igather|iscatter|iscan|"
-                            "alltoallv|gatherv|neighbor "
+                            "alltoallv|gatherv|neighbor|ialltoallv|ineighbor|pneighbor "
                             "[max_bytes [ms_per_size]]\n");
         MPI_Finalize();
         return 2;
@@ -222,12 +250,12 @@ int main(int argc, char **argv)
 
     /* These move max bytes per peer (the roots' and reduce_scatter's buffers). */
     size_t per_rank = b == ALLTOALL || b == ALLGATHER || b == GATHER || b == SCATTER || b == REDUCE_SCATTER ||
-                              b == IGATHER || b == ISCATTER || b == ALLTOALLV || b == GATHERV
+                              b == IGATHER || b == ISCATTER || b == ALLTOALLV || b == GATHERV || b == IALLTOALLV
                           ? (size_t)ranks
-                          : b == NEIGHBOR ? 2 : 1;
+                          : b == NEIGHBOR || b == INEIGHBOR || b == PNEIGHBOR ? 2 : 1;
     vcounts = malloc((size_t)ranks * sizeof *vcounts);
     vdispls = malloc((size_t)ranks * sizeof *vdispls);
-    if (b == NEIGHBOR) {
+    if (b == NEIGHBOR || b == INEIGHBOR || b == PNEIGHBOR) {
         int dims[1] = { ranks }, periods[1] = { 1 };
         MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
     }

@@ -15,7 +15,9 @@ coll_bench.c (barrier, bcast, reduce, allreduce, alltoall, allgather; by
 --modes also gather, scatter, scan, exscan, reduce_scatter (block), ibarrier,
 ibcast, iallreduce, igather, iscatter, iscan: Ixxx + Wait, pbarrier:
 Start + Wait of a persistent barrier, alltoallv, gatherv and neighbor: a
-periodic ring's MPI_Neighbor_alltoall) at each rank count; rma runs rma_bench.c
+periodic ring's MPI_Neighbor_alltoall, ialltoallv and ineighbor: their
+Ixxx + Wait, pneighbor: Start + Wait of a MPI_Neighbor_alltoall_init
+request) at each rank count; rma runs rma_bench.c
 (put, get, accumulate and fetch-and-op latency with a flush each, put
 bandwidth: 64 puts per flush); io runs io_bench.c (aggregate MB/s of
 write_at_all / read_at_all on contiguous regions of one shared file, and
@@ -46,7 +48,8 @@ HIGHER_IS_BETTER = {"latency": False, "paper": False, "bw": True, "bibw": True, 
                     "alltoall": False, "allgather": False, "ibarrier": False, "ibcast": False,
                     "iallreduce": False, "pbarrier": False, "gather": False, "scatter": False,
                     "scan": False, "exscan": False, "reduce_scatter": False, "igather": False, "iscatter": False,
-                    "iscan": False, "alltoallv": False, "gatherv": False, "neighbor": False, "put_lat": False, "get_lat": False, "put_bw": True, "acc_lat": False,
+                    "iscan": False, "alltoallv": False, "gatherv": False, "neighbor": False, "ialltoallv": False, "ineighbor": False,
+                    "pneighbor": False, "put_lat": False, "get_lat": False, "put_bw": True, "acc_lat": False,
                     "fop_lat": False, "write": True, "read": True, "write_strided": True,
                     "read_strided": True}
 UNITS = {"bw": "MB/s", "bibw": "MB/s", "mrate": "msg/s", "put_bw": "MB/s", "write": "MB/s", "read": "MB/s",

@@ -178,7 +178,9 @@ struct MPI_ABI_Comm;
  * block (alltoall, allgather, gather, scatter, reduce_scatter_block, whose
  * count is then one block's elements). recvbuf is NULL where this member
  * receives nothing: a gather's non-roots, a scatter root's MPI_IN_PLACE,
- * an exscan's rank 0. */
+ * an exscan's rank 0. The exchange kind is the blocking `exchange` entry's
+ * sparse exchange (sends, recvs and tag as there; sendbuf, recvbuf and
+ * bytes unused). */
 enum hashi_device_coll_kind {
     HASHI_DEVICE_OP_BARRIER,
     HASHI_DEVICE_OP_BCAST,
@@ -191,7 +193,9 @@ enum hashi_device_coll_kind {
     HASHI_DEVICE_OP_SCAN,
     HASHI_DEVICE_OP_EXSCAN,
     HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK,
+    HASHI_DEVICE_OP_EXCHANGE,
 };
+struct hashi_device_block;
 struct hashi_device_coll_args {
     enum hashi_device_coll_kind kind;
     struct MPI_ABI_Comm *comm;
@@ -202,6 +206,12 @@ struct hashi_device_coll_args {
     MPI_Datatype type;
     MPI_Op op;
     int root;             /* bcast, reduce, gather, scatter */
+    /* exchange: the blocks, which live (with what they point to) as long
+     * as the operation object: a persistent request's every run moves the
+     * same blocks, whose contents the program may change between runs. */
+    const struct hashi_device_block *sends, *recvs;
+    int nsends, nrecvs;
+    int tag;              /* the schedule's tag (hashi_sched_device sets it) */
 };
 struct hashi_device_coll_op;   /* the device's */
 /* One member's data for one peer in a sparse exchange (below). */
@@ -294,6 +304,18 @@ struct hashi_device_coll_ops {
      * (blocking calls included); they may complete in any order for the
      * program, and the device may have a run wait inside its own state
      * (never in op_start) for an earlier one.
+     *
+     * The exchange kind follows `exchange` above: offered on the
+     * communicator alone (the caller packs strided blocks into staging
+     * that lives with the schedule, so nothing about the layout reaches
+     * the decision), with the schedule's tag for the device's own messages
+     * (no other step of that schedule sends). A persistent one
+     * (MPI_Alltoallv_init, MPI_Neighbor_alltoall_init, ...) is initialised
+     * once with the same blocks for every run: the place where a device
+     * may agree once on both sides' layouts of each pair (the BDS paper's
+     * boundary tables: register the blocks, exchange their keys) so that
+     * every run only moves data. DIMMnet does not yet: each run registers
+     * what it offers (docs/dimmnet.md).
      */
     int (*op_init)(const struct hashi_device_coll_args *args, struct hashi_device_coll_op **op);
     int (*op_start)(struct hashi_device_coll_op *op);

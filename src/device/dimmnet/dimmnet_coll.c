@@ -46,9 +46,10 @@
  * make a fast rank's early store of the next epoch harmless.
  *
  * Nonblocking and persistent collectives (the device's op_* entries) run
- * the same flat collectives, the counter and the dissemination barrier as
- * state machines (op_step) on a channel per communicator: see "Channels"
- * and the machines below. A blocking call runs the same machine to its end.
+ * the same flat collectives, the counter and the dissemination barrier and
+ * the sparse exchange as state machines (op_step) on a channel per
+ * communicator: see "Channels" and the machines below. A blocking call runs
+ * the same machine to its end.
  */
 #include "device/dimmnet/dimmnet.h"
 #include "mpi/coll/op.h"
@@ -136,6 +137,13 @@ static struct {
     int stage_readers;
     struct hashi_device_coll_op *op_cache;   /* freed operation objects, for reuse */
 } co;
+
+/* Data larger than a slot (a reduction's contribution, a broadcast, the
+ * blocks of an allgather or alltoall): the slot carries this and the reader
+ * copies the data straight from the member's buffer. */
+struct offer_desc {
+    struct hashi_tl_rkey rkey;   /* the buffer, registered for the reader */
+};
 
 /* ------------------------------------------------------------ layout */
 
@@ -396,8 +404,26 @@ static struct ring *channel(const struct MPI_ABI_Comm *c)
  * consumed everything before (the slot reuse rule above), and a counter
  * barrier's adds for k all come after every member's adds for k - 1.
  */
-enum { V_SLOTS, V_COUNTER, V_DISSEM };
-enum { PH_IDLE, PH_QUEUED, PH_POST, PH_WAIT, PH_DONE };
+enum { V_SLOTS, V_COUNTER, V_DISSEM, V_EXCHANGE };
+enum { PH_IDLE, PH_QUEUED, PH_POST, PH_WAIT, PH_DRAIN, PH_DONE };
+/* The sparse exchange's own state (step_exchange, below). */
+struct dn_xchg {
+    const struct hashi_device_block *sends, *recvs;
+    int *to, *from;        /* by comm rank: index into sends / recvs of a pair on the ring, or -1 */
+    size_t slot_max;       /* blocks up to it travel in the slots */
+    struct MPI_ABI_Comm *comm;
+    int tag;
+    int nsends, nrecvs;
+    int nmid;              /* blocks that go as messages (room in msgs) */
+    int noffer;            /* send blocks offered for reading (room in mem, readers) */
+    void *extra;           /* msgs, mem and readers, when there are any (malloc'd) */
+    struct MPI_ABI_Request **msgs;
+    int nmsgs, msg_error;  /* messages posted in this run; the first failure to post one */
+    struct hashi_tl_mem *mem;
+    int *readers;          /* comm ranks told to read mem[k] */
+    int posted, drained;   /* offered blocks posted / withdrawn in this run */
+    int reading, read_done, read_status;   /* the offered block being read */
+};
 #define OP_RAW (-1)   /* kind: an exchange whose caller reads the slots itself */
 
 struct hashi_device_coll_op {
@@ -422,6 +448,8 @@ struct hashi_device_coll_op {
      * (op_watching). */
     const uint64_t *watch;
     uint64_t watch_seq;
+    struct dn_xchg *x;     /* V_EXCHANGE: the sparse exchange's blocks and state (xs) */
+    struct dn_xchg xs;
     struct hashi_device_coll_op *next;   /* c's queue */
 };
 typedef struct hashi_device_coll_op dn_op;
@@ -589,10 +617,16 @@ DN_INLINE void ring_activate(dn_op *op, int kind)
     }
 }
 
+static void xchg_activate(dn_op *op);
+
 /* Start running: take the pair sequences (ring), the generation (counter)
  * or the epoch (dissemination). */
 DN_INLINE void op_activate(dn_op *op)
 {
+    if (op->variant == V_EXCHANGE) {
+        xchg_activate(op);
+        return;
+    }
     if (op->variant == V_COUNTER) {
         op->k = 1;
         op->need = 0;
@@ -803,6 +837,224 @@ DN_INLINE int step_dissem(dn_op *op)
     return 1;
 }
 
+
+/*
+ * The sparse exchange (device.h `exchange`, the v and w forms and the
+ * neighbourhood collectives) as a machine: the blocking entry runs it on
+ * the blocking ring to its end (dn_exchange), the exchange operation of a
+ * nonblocking or persistent call on its communicator's channel, in the
+ * queue's order. Per pair, by the block's length (both ends know it): up
+ * to slot_max in the slot; from HASHI_COLL_DEVICE_EXCHANGE_READ_MIN offered
+ * (its key in the slot; the reader PULLs and acknowledges); in between a
+ * message of the call's tag, posted when the run starts (before its turn
+ * in the queue: the tag is the run's own) and polled. Phases: POST (our
+ * slots, the next rank first), WAIT (the arrivals, the previous rank
+ * first; one read at a time), DRAIN (our offered blocks' readers, then
+ * the messages), so a run never waits inside a step.
+ */
+
+/* Which pairs use the ring and which go as messages, from the block
+ * lengths alone (the same on both ends of a pair). */
+static void xchg_plan(struct dn_xchg *x, int n, int me)
+{
+    for (int i = 0; i < n; i++)
+        x->to[i] = x->from[i] = -1;
+    x->nmid = x->noffer = 0;
+    for (int side = 0; side < 2; side++) {
+        const struct hashi_device_block *list = side ? x->recvs : x->sends;
+        for (int k = 0, m = side ? x->nrecvs : x->nsends; k < m; k++) {
+            int p = list[k].peer;
+            if (p != me && list[k].bytes > x->slot_max && list[k].bytes < co.exchange_read_min) {
+                x->nmid++;
+            } else {
+                (side ? x->from : x->to)[p] = k;
+                x->noffer += !side && p != me && list[k].bytes > x->slot_max;   /* one send per peer */
+            }
+        }
+    }
+}
+
+/* Room for the messages and offered blocks xchg_plan found (none: no malloc). */
+static int xchg_extra(struct dn_xchg *x)
+{
+    size_t msgs = (size_t)x->nmid * sizeof *x->msgs, mem = (size_t)x->noffer * sizeof *x->mem;
+    x->extra = msgs + mem ? malloc(msgs + mem + (size_t)x->noffer * sizeof *x->readers) : NULL;
+    if (msgs + mem && !x->extra)
+        return MPI_ERR_NO_MEM;
+    /* Pointers first, then the ints (alignment). */
+    x->msgs = x->extra;
+    x->mem = (struct hashi_tl_mem *)(void *)((char *)x->extra + msgs);
+    x->readers = (int *)(void *)((char *)x->extra + msgs + mem);
+    return MPI_SUCCESS;
+}
+
+/* A run's messages (the pairs between the slots and the reads). */
+static void xchg_post_messages(const dn_op *op)
+{
+    struct dn_xchg *x = op->x;
+    x->nmsgs = 0;
+    x->msg_error = MPI_SUCCESS;
+    if (!x->nmid)
+        return;
+    uint32_t ctx = hashi_comm_coll_context(x->comm);
+    for (int side = 0; side < 2 && x->msg_error == MPI_SUCCESS; side++) {
+        const struct hashi_device_block *list = side ? x->recvs : x->sends;
+        for (int k = 0, m = side ? x->nrecvs : x->nsends; k < m; k++) {
+            const struct hashi_device_block *b = &list[k];
+            if (b->peer == op->me || b->bytes <= x->slot_max || b->bytes >= co.exchange_read_min)
+                continue;
+            struct MPI_ABI_Request **r = &x->msgs[x->nmsgs];
+            int rc = side ? hashi_irecv_internal(b->buf, (MPI_Count)b->bytes, MPI_BYTE, b->peer, x->tag, x->comm,
+                                                 ctx, r)
+                          : hashi_isend_internal(b->buf, (MPI_Count)b->bytes, MPI_BYTE, b->peer, x->tag, x->comm,
+                                                 ctx, r);
+            if (rc != MPI_SUCCESS) {
+                x->msg_error = rc;   /* the ring part still runs: the peers wait for it */
+                break;
+            }
+            x->nmsgs++;
+        }
+    }
+}
+
+/* Start a run: the pair sequences of the pairs on the ring, our own block. */
+static void xchg_activate(dn_op *op)
+{
+    struct dn_xchg *x = op->x;
+    op->k = 1;
+    op->need = 0;
+    op->watch = NULL;
+    op->error = MPI_SUCCESS;
+    x->posted = x->drained = x->reading = 0;
+    for (int i = 0; i < op->n; i++)
+        if (i != op->me && (x->to[i] >= 0 || x->from[i] >= 0))
+            op->seq[i] = ++op->ring->peer[op->member[i]].seq;
+    int me = op->me;
+    if (x->to[me] >= 0 && x->from[me] >= 0) {
+        const struct hashi_device_block *s = &x->sends[x->to[me]], *r = &x->recvs[x->from[me]];
+        memcpy(r->buf, s->buf, s->bytes < r->bytes ? s->bytes : r->bytes);
+    }
+    op->phase = PH_POST;
+}
+
+static void xchg_read_done(void *arg, int status)
+{
+    struct dn_xchg *x = arg;
+    x->read_status = status;
+    x->read_done = 1;
+}
+
+/* A failure: what is under way still drains (a reader may be reading our
+ * block, a message may be moving). */
+static int xchg_fail(dn_op *op, int rc)
+{
+    if (op->error == MPI_SUCCESS)
+        op->error = rc;
+    op->phase = PH_DRAIN;
+    return 0;
+}
+
+/* The step: moves the run as far as it goes; 1 once it has completed. */
+static int step_exchange(dn_op *op)
+{
+    struct dn_xchg *x = op->x;
+    struct ring *r = op->ring;
+    int n = op->n, me = op->me, rc;
+    if (op->phase == PH_POST) {
+        for (; op->k < n; op->k++) {
+            int i = me + op->k < n ? me + op->k : me + op->k - n, w = op->member[i];
+            if (x->to[i] < 0)
+                continue;
+            const struct hashi_device_block *b = &x->sends[x->to[i]];
+            if (b->bytes <= x->slot_max) {
+                if (!may_post(r, w, op->seq[i], b->bytes, &op->need))
+                    return 0;
+                if ((rc = ring_write(r, w, op->seq[i], b->buf, b->bytes)) != MPI_SUCCESS)
+                    return xchg_fail(op, rc);
+                continue;
+            }
+            struct offer_desc d;
+            if (!may_post(r, w, op->seq[i], sizeof d, &op->need))
+                return 0;
+            struct hashi_tl_mem *mem = &x->mem[x->posted];
+            if (hashi_transport_mem_reg(b->buf, b->bytes, mem) != 0)
+                return xchg_fail(op, MPI_ERR_NO_MEM);
+            hashi_transport_rkey(mem, w, &d.rkey);
+            if ((rc = ring_write(r, w, op->seq[i], (const unsigned char *)&d, sizeof d)) != MPI_SUCCESS) {
+                hashi_transport_mem_dereg(mem);
+                return xchg_fail(op, rc);
+            }
+            x->readers[x->posted++] = i;
+        }
+        op->phase = PH_WAIT;
+        op->k = 1;
+    }
+    if (op->phase == PH_WAIT) {
+        for (; op->k < n; op->k++) {
+            int i = me - op->k >= 0 ? me - op->k : me - op->k + n, w = op->member[i];
+            if (x->from[i] < 0)
+                continue;
+            const struct hashi_device_block *b = &x->recvs[x->from[i]];
+            if (!op_arrived(op, r, w, op->seq[i]))
+                return 0;
+            if (b->bytes <= x->slot_max) {
+                memcpy(b->buf, ring_data(r, w, op->seq[i]), b->bytes);
+                /* One way: nothing of ours will tell it the slot is free. */
+                if (x->to[i] < 0 && (rc = store_word(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
+                    return xchg_fail(op, rc);
+                continue;
+            }
+            if (!x->reading) {
+                struct offer_desc d;
+                memcpy(&d, ring_data(r, w, op->seq[i]), sizeof d);
+                x->read_done = 0;
+                rc = hashi_tl(w)->get(w, b->buf, b->bytes, NULL, &d.rkey, 0, xchg_read_done, x);
+                if (rc == -EAGAIN)
+                    return 0;   /* the transport's queue is full: again at the next poll */
+                if (rc != 0) {
+                    hashi_log("dimmnet: reading %zu bytes offered by rank %d failed (%d)", b->bytes, w, rc);
+                    return xchg_fail(op, MPI_ERR_OTHER);
+                }
+                x->reading = 1;
+            }
+            if (!x->read_done)
+                return 0;
+            x->reading = 0;
+            if (x->read_status != 0) {
+                hashi_log("dimmnet: reading %zu bytes offered by rank %d failed (%d)", b->bytes, w, x->read_status);
+                return xchg_fail(op, MPI_ERR_OTHER);
+            }
+            /* The ack frees the slot and, with every reader's, the block. */
+            if ((rc = store_word(w, ring_area(r, co.my_index), op->seq[i])) != MPI_SUCCESS)
+                return xchg_fail(op, rc);
+        }
+        op->phase = PH_DRAIN;
+    }
+    /* Our offered blocks stay registered until their readers have them
+     * (after an error too); then the messages. A read of ours that an error
+     * left under way ends before the buffer is the program's again. */
+    if (x->reading && !x->read_done)
+        return 0;
+    for (; x->drained < x->posted; x->drained++) {
+        int i = x->readers[x->drained];
+        if (!ring_consumed(r, op->member[i], op->seq[i]))
+            return 0;
+        hashi_transport_mem_dereg(&x->mem[x->drained]);
+    }
+    for (; x->nmsgs > 0; x->nmsgs--) {
+        struct MPI_ABI_Request *req = x->msgs[x->nmsgs - 1];
+        if (!hashi_request_is_complete(req))
+            return 0;
+        if (req->status.MPI_ERROR != MPI_SUCCESS && x->msg_error == MPI_SUCCESS)
+            x->msg_error = req->status.MPI_ERROR;
+        hashi_request_free(req);
+    }
+    if (op->error == MPI_SUCCESS)
+        op->error = x->msg_error;
+    op->phase = PH_DONE;
+    return 1;
+}
+
 static void op_pass_on(dn_op *op);
 
 /* Move op as far as it goes; 1 once it has completed. A completed head of
@@ -819,9 +1071,10 @@ static int op_step(dn_op *op)
     default:
         if (op_watching(op))
             return 0;
-        done = op->variant == V_COUNTER ? step_counter(op)
-               : op->variant == V_DISSEM ? step_dissem(op)
-                                         : step_slots(op, op->kind);
+        done = op->variant == V_COUNTER    ? step_counter(op)
+               : op->variant == V_DISSEM   ? step_dissem(op)
+               : op->variant == V_EXCHANGE ? step_exchange(op)
+                                           : step_slots(op, op->kind);
     }
     if (done && op->st && op->st->head == op)
         op_pass_on(op);
@@ -913,6 +1166,7 @@ BLK_STEP(blk_exscan, step_slots(op, HASHI_DEVICE_OP_EXSCAN))
 BLK_STEP(blk_reduce_scatter, step_slots(op, HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK))
 BLK_STEP(blk_counter, step_counter(op))
 BLK_STEP(blk_dissem, step_dissem(op))
+BLK_STEP(blk_exchange, step_exchange(op))
 #undef BLK_STEP
 
 /* A blocking run on the blocking ring of flat communicator c (flat_comm
@@ -1167,13 +1421,6 @@ static int dn_bcast(void *buf, size_t bytes, int root, struct MPI_ABI_Comm *c)
         hashi_dn_stats.coll_bcasts++;
     return rc;
 }
-
-/* Data larger than a slot (a reduction's contribution, a broadcast, the
- * blocks of an allgather or alltoall): the slot carries this and the reader
- * copies the data straight from the member's buffer. */
-struct offer_desc {
-    struct hashi_tl_rkey rkey;   /* the buffer, registered for the reader */
-};
 
 struct get_wait {
     int done, status;
@@ -1939,94 +2186,32 @@ static int dn_exchange(const struct hashi_device_block *sends, int nsends, const
     follows_barrier(c, -1);
     if (!flat_comm(c))
         return HASHI_DEVICE_COLL_DECLINE;
-    int n = c->size, me = c->rank, rc = MPI_SUCCESS, offered = 0, nmsgs = 0;
-    int *to = co.x_send, *from = co.x_recv;   /* by comm rank: index into sends / recvs, or -1 */
-    for (int i = 0; i < n; i++)
-        to[i] = from[i] = -1;
-    /* A pair's data above the slots and below the read threshold goes as a
-     * message of the call's tag, posted first so that it moves while the
-     * slots run; the pair is then not on the ring at all (both ends know). */
-    struct MPI_ABI_Request **msgs = NULL;
-    for (int side = 0; side < 2; side++) {
-        const struct hashi_device_block *list = side ? recvs : sends;
-        for (int k = 0, m = side ? nrecvs : nsends; k < m; k++) {
-            int p = list[k].peer;
-            if (p != me && list[k].bytes > co.max_bytes && list[k].bytes < co.exchange_read_min) {
-                if (!msgs && !(msgs = malloc(((size_t)nsends + (size_t)nrecvs) * sizeof *msgs)))
-                    return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
-                uint32_t ctx = hashi_comm_coll_context(c);
-                struct MPI_ABI_Request **r = &msgs[nmsgs++];
-                rc = side ? hashi_irecv_internal(list[k].buf, (MPI_Count)list[k].bytes, MPI_BYTE, p, tag, c, ctx, r)
-                          : hashi_isend_internal(list[k].buf, (MPI_Count)list[k].bytes, MPI_BYTE, p, tag, c, ctx, r);
-                if (rc != MPI_SUCCESS) {
-                    nmsgs--;
-                    break;
-                }
-            } else {
-                (side ? from : to)[p] = k;
-            }
-        }
-    }
-    if (to[me] >= 0 && from[me] >= 0)
-        memcpy(recvs[from[me]].buf, sends[to[me]].buf,
-               sends[to[me]].bytes < recvs[from[me]].bytes ? sends[to[me]].bytes : recvs[from[me]].bytes);
-    struct hashi_tl_mem *mem = NULL;
-    for (int k = 0; k < nsends; k++)
-        offered += sends[k].peer != me && to[sends[k].peer] == k && sends[k].bytes > co.max_bytes;
-    if (offered && !(mem = malloc((size_t)offered * sizeof *mem)))
-        rc = MPI_ERR_NO_MEM;
-    /* Posts, the next rank first (as every flat collective). */
-    int posted = 0;
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me + k) % n;
-        if (to[i] < 0 && from[i] < 0)
-            continue;
-        co.seq[i] = ++co.blk.peer[co.member[i]].seq;
-        const struct hashi_device_block *b = to[i] >= 0 ? &sends[to[i]] : NULL;
-        if (b && b->bytes > co.max_bytes) {
-            if (hashi_transport_mem_reg(b->buf, b->bytes, &mem[posted]) != 0) {
-                rc = MPI_ERR_NO_MEM;
-                break;
-            }
-            if ((rc = post_key(&mem[posted], i)) != MPI_SUCCESS) {
-                hashi_transport_mem_dereg(&mem[posted]);
-                break;
-            }
-            co.readers[posted++] = i;
-        } else if (b) {
-            rc = post(co.member[i], co.seq[i], b->buf, b->bytes);
-        }
-    }
-    /* Arrivals, the previous rank first. */
-    for (int k = 1; k < n && rc == MPI_SUCCESS; k++) {
-        int i = (me - k + n) % n;
-        if (from[i] < 0)
-            continue;
-        const struct hashi_device_block *b = &recvs[from[i]];
-        if (b->bytes > co.max_bytes) {
-            rc = read_offered(i, b->buf, b->bytes, 0);   /* acknowledges */
-        } else {
-            wait_arrivals(&co.member[i], &co.seq[i], 1, -1);
-            memcpy(b->buf, data_from(co.member[i], co.seq[i]), b->bytes);
-            if (to[i] < 0)   /* one way: nothing of ours will tell it the slot is free */
-                rc = store(co.member[i], area_off(co.my_index), co.seq[i]);
-        }
-    }
-    /* Our offered blocks stay registered until their readers have them
-     * (after an error too: a reader may still be reading). */
-    for (int k = 0; k < posted; k++) {
-        struct consumed_wait cw = { co.member[co.readers[k]], co.seq[co.readers[k]] };
-        if (!consumed(&cw))
-            hashi_progress_wait_until(consumed, &cw);
-        hashi_transport_mem_dereg(&mem[k]);
-    }
-    free(mem);
-    int mrc = nmsgs ? hashi_waitall_internal(nmsgs, msgs) : MPI_SUCCESS;
-    free(msgs);
-    rc = rc != MPI_SUCCESS ? rc : mrc;
-    if (rc == MPI_SUCCESS)
+    /* The machine (step_exchange) on the blocking ring, on the caller's
+     * stack with the shared arrays; only its messages and registrations
+     * take memory, and only when there are such pairs. */
+    struct dn_xchg x = { .sends = sends, .recvs = recvs, .to = co.x_send, .from = co.x_recv,
+                         .slot_max = co.max_bytes, .comm = c, .tag = tag, .nsends = nsends, .nrecvs = nrecvs };
+    xchg_plan(&x, c->size, c->rank);
+    if (xchg_extra(&x) != MPI_SUCCESS)
+        return MPI_ERR_NO_MEM;   /* not a decline: the peers go ahead */
+    dn_op op;   /* what step_exchange reads: set here and by xchg_activate */
+    op.kind = HASHI_DEVICE_OP_EXCHANGE;
+    op.variant = V_EXCHANGE;
+    op.st = NULL;
+    op.ring = &co.blk;
+    op.n = c->size;
+    op.me = c->rank;
+    op.member = co.member;
+    op.seq = co.seq;
+    op.x = &x;
+    xchg_post_messages(&op);
+    xchg_activate(&op);
+    if (!step_exchange(&op))
+        hashi_progress_wait_until(blk_exchange, &op);
+    free(x.extra);
+    if (op.error == MPI_SUCCESS)
         hashi_dn_stats.coll_exchanges++;
-    return rc;
+    return op.error;
 }
 
 /*
@@ -2080,6 +2265,23 @@ static int dn_reduce_scatter_block(const void *sendbuf, void *recvbuf, MPI_Count
  * communicator, its context id, the node's layout, the byte count, the op
  * and type).
  */
+static void dn_op_free(dn_op *op);
+
+/* An exchange operation's state in op (its to / from after the member
+ * array), its pairs planned once: a persistent request's every run reuses
+ * them. */
+static int xchg_setup(dn_op *op, const struct hashi_device_coll_args *a, const struct ring *r, int n, int me)
+{
+    struct dn_xchg *x = &op->xs;
+    *x = (struct dn_xchg){ .sends = a->sends, .recvs = a->recvs, .nsends = a->nsends, .nrecvs = a->nrecvs,
+                           .to = op->member + co.max_ranks, .from = op->member + 2 * co.max_ranks,
+                           .slot_max = co.max_bytes < r->payload ? co.max_bytes : r->payload, .comm = a->comm,
+                           .tag = a->tag };
+    xchg_plan(x, n, me);
+    op->x = x;
+    return xchg_extra(x);
+}
+
 static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
 {
     struct MPI_ABI_Comm *c = a->comm;
@@ -2114,6 +2316,12 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
         if (!co.coll_on || !r || bytes > r->payload)
             return HASHI_DEVICE_COLL_DECLINE;
         break;
+    case HASHI_DEVICE_OP_EXCHANGE:
+        /* Any sizes: the communicator alone decides (device.h). */
+        if (!co.coll_on || !r)
+            return HASHI_DEVICE_COLL_DECLINE;
+        variant = V_EXCHANGE;
+        break;
     default:
         return HASHI_DEVICE_COLL_DECLINE;
     }
@@ -2126,15 +2334,21 @@ static int dn_op_init(const struct hashi_device_coll_args *a, dn_op **out)
     if (op)
         co.op_cache = op->next;
     else
-        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + sizeof(int)));
+        op = malloc(sizeof *op + (size_t)co.max_ranks * (sizeof(uint64_t) + 3 * sizeof(int)));
     if (!op || !comm_state(c)) {
         free(op);
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     }
-    /* Every field set here or by op_activate (no memset: it was an eighth of
-     * a small Ibarrier's cost in the device). */
+    /* seq, member, then an exchange's to and from */
     op->seq = (uint64_t *)(void *)(op + 1);
     op->member = (int *)(void *)(op->seq + co.max_ranks);
+    op->x = NULL;
+    if (variant == V_EXCHANGE && xchg_setup(op, a, r, n, c->rank) != MPI_SUCCESS) {
+        dn_op_free(op);
+        return MPI_ERR_NO_MEM;
+    }
+    /* Every field set here or by op_activate (no memset: it was an eighth of
+     * a small Ibarrier's cost in the device). */
     if (flat)
         memcpy(op->member, co.member, (size_t)n * sizeof *op->member);
     op->kind = (int)a->kind;
@@ -2180,6 +2394,8 @@ static int dn_op_start(dn_op *op)
     if (op->kind == HASHI_DEVICE_OP_BARRIER && op->variant != V_DISSEM)
         op->variant = barrier_kind() == BARRIER_COUNTER && co.sync_ok && st->agreed && st->slot >= 0 ? V_COUNTER
                                                                                                      : V_SLOTS;
+    if (op->variant == V_EXCHANGE)
+        xchg_post_messages(op);   /* the run's own tag: they need not wait for its turn */
     op_begin(op);
     return MPI_SUCCESS;
 }
@@ -2200,6 +2416,7 @@ static int dn_op_progress(dn_op *op, int *done)
         case HASHI_DEVICE_OP_SCAN: hashi_dn_stats.coll_scans++; break;
         case HASHI_DEVICE_OP_EXSCAN: hashi_dn_stats.coll_exscans++; break;
         case HASHI_DEVICE_OP_REDUCE_SCATTER_BLOCK: hashi_dn_stats.coll_reduce_scatters++; break;
+        case HASHI_DEVICE_OP_EXCHANGE: hashi_dn_stats.coll_exchanges++; break;
         default: hashi_dn_stats.coll_allreduces++; break;   /* reduce included, as for the blocking ones */
         }
     }
@@ -2208,6 +2425,9 @@ static int dn_op_progress(dn_op *op, int *done)
 
 static void dn_op_free(dn_op *op)
 {
+    if (op->x)
+        free(op->x->extra);
+    op->x = NULL;
     op->next = co.op_cache;
     co.op_cache = op;
 }

@@ -300,16 +300,16 @@ static int device_allgatherv(struct hashi_sched *s, const void *sendbuf, MPI_Cou
 }
 
 /*
- * Blocking Allgatherv that the allgather kind does not take (unequal
- * counts, or blocks above the slots) on the device's sparse exchange: our
- * one block to every member, every member's into its place. With
- * MPI_IN_PLACE our block is in its place already and stays.
+ * Allgatherv that the allgather kind does not take (unequal counts, or
+ * blocks above the slots) on the device's sparse exchange, blocking or as
+ * a step of s: our one block to every member, every member's into its
+ * place. With MPI_IN_PLACE our block is in its place already and stays.
  */
-static int device_allgatherv_exchange(const void *sendbuf, MPI_Count scount, MPI_Datatype stype, void *recvbuf,
-                                      const MPI_Count rcounts[], const MPI_Aint displs[],
+static int device_allgatherv_exchange(struct hashi_sched *s, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                                      void *recvbuf, const MPI_Count rcounts[], const MPI_Aint displs[],
                                       const struct MPI_ABI_Datatype *rt, MPI_Datatype rtype, struct MPI_ABI_Comm *c)
 {
-    if (!hashi_device->coll.exchange)
+    if (!(s ? hashi_device->coll.op_init != NULL : hashi_device->coll.exchange != NULL))
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, *peers = NULL;
     const struct hashi_coll_blocks mine =
@@ -323,7 +323,7 @@ static int device_allgatherv_exchange(const void *sendbuf, MPI_Count scount, MPI
         return MPI_ERR_NO_MEM;
     /* stride 0: block i of `mine` is the one block, for every member */
     const struct hashi_coll_xside xs = { n, peers, NULL, &mine }, xr = { n, peers, NULL, &all };
-    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    int rc = s ? hashi_coll_device_exchange_step(s, c, 0, &xs, &xr) : hashi_coll_device_exchange(c, 0, &xs, &xr);
     free(peers);
     return rc;
 }
@@ -366,7 +366,7 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
             return hashi_err_comm(call->func, comm, rc, "the device's allgather failed");
     }
     if (call->mode == HASHI_COLL_BLOCKING && is_v) {
-        rc = device_allgatherv_exchange(sendbuf, scount, stype, recvbuf, rcounts, displs, rt, rtype, c);
+        rc = device_allgatherv_exchange(NULL, sendbuf, scount, stype, recvbuf, rcounts, displs, rt, rtype, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)
@@ -381,6 +381,9 @@ static int allgather(const struct hashi_coll_call *call, const void *sendbuf, MP
          : !is_v   ? device_allgather_step(s, sendbuf, scount, st, stype, recvbuf, rcount, rt, rtype, c)
          : veq >= 0 ? device_allgatherv(s, sendbuf, scount, st, stype, recvbuf, veq, displs, rt, rtype, c)
                     : HASHI_DEVICE_COLL_DECLINE;
+    /* What the allgather kind leaves of an Allgatherv: the sparse exchange. */
+    if (s && is_v && call->mode != HASHI_COLL_BLOCKING && rc == HASHI_DEVICE_COLL_DECLINE)
+        rc = device_allgatherv_exchange(s, sendbuf, scount, stype, recvbuf, rcounts, displs, rt, rtype, c);
     if (s && !is_v && rc == HASHI_DEVICE_COLL_DECLINE)
         rc = hashi_coll_hier_allgather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, c);
     if (s && ((is_v && rc == HASHI_DEVICE_COLL_DECLINE) || rc == HASHI_COLL_FLAT))

@@ -369,6 +369,20 @@ static int alltoallvw(const struct hashi_coll_call *call, const void *sendbuf, c
     if (s) {
         void *arrays = NULL;
         rc = in_place ? stage_in_place(s, n, &recv, &send, &arrays) : MPI_SUCCESS;
+        /* Nonblocking and persistent: the device's exchange operation (in
+         * place: on the staged copy of the blocks). A nonblocking one from 3
+         * members: at 2 the generic path's one message each way beats the
+         * operation's set-up (8 B: 0.87 against 1.03 us); a persistent
+         * request pays that once (docs/collectives.md). */
+        const struct hashi_coll_xside xs = { n, NULL, NULL, &send }, xr = { n, NULL, NULL, &recv };
+        int offer = call->mode == HASHI_COLL_PERSISTENT || (call->mode == HASHI_COLL_NONBLOCKING && n > 2);
+        if (rc == MPI_SUCCESS && offer &&
+            (rc = hashi_coll_device_exchange_step(s, c, 1, &xs, &xr)) != HASHI_DEVICE_COLL_DECLINE) {
+            free(arrays);
+            return hashi_coll_call_finish(call, comm, s, rc);
+        }
+        if (rc == HASHI_DEVICE_COLL_DECLINE)
+            rc = MPI_SUCCESS;
         size_t largest = 0;
         for (int i = 0; i < n; i++) {
             size_t sb = hashi_blocks_bytes(&send, i), rb = hashi_blocks_bytes(&recv, i);

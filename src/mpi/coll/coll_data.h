@@ -195,12 +195,24 @@ int hashi_coll_device_exchange_ok(const struct MPI_ABI_Comm *c, int alltoallv);
 int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const struct hashi_coll_xside *send,
                                const struct hashi_coll_xside *recv);
 
-/* Blocking Gatherv (gathering) or Scatterv on the device's sparse
- * exchange: `mine` is this member's one block to or from the root (NULL:
- * the root's MPI_IN_PLACE, its block stays), `all` the root's n blocks
- * (NULL elsewhere). As hashi_coll_device_exchange. */
-int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, const struct hashi_coll_blocks *mine,
-                               const struct hashi_coll_blocks *all);
+/* The same as a step of a nonblocking or persistent schedule s: copy
+ * steps packing the staged send blocks, the device's exchange operation
+ * (HASHI_DEVICE_OP_EXCHANGE, on the schedule's tag), copy steps unpacking
+ * the staged receive blocks, each in a round of its own. The blocks and
+ * the staging are computed once and live with the schedule (a persistent
+ * request's runs reuse them). Offered on the same grounds as the blocking
+ * form; the sides' arrays are read while building only. MPI_SUCCESS, an
+ * error, or HASHI_DEVICE_COLL_DECLINE with no step added. */
+int hashi_coll_device_exchange_step(struct hashi_sched *s, struct MPI_ABI_Comm *c, int alltoallv,
+                                    const struct hashi_coll_xside *send, const struct hashi_coll_xside *recv);
+
+/* Gatherv (gathering) or Scatterv on the device's sparse exchange,
+ * blocking (s NULL) or as a step of schedule s: `mine` is this member's
+ * one block to or from the root (NULL: the root's MPI_IN_PLACE, its block
+ * stays), `all` the root's n blocks (NULL elsewhere). From 3 members; as
+ * hashi_coll_device_exchange(_step). */
+int hashi_coll_device_rooted_v(struct hashi_sched *s, struct MPI_ABI_Comm *c, int root, int gathering,
+                               const struct hashi_coll_blocks *mine, const struct hashi_coll_blocks *all);
 /* The ranks 0 .. n-1 with `skip` as MPI_PROC_NULL (malloc'd; NULL: out of
  * memory): the peers of an exchange that leaves one member's block alone. */
 int *hashi_coll_peers_but(int n, int skip);

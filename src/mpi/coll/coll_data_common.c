@@ -229,27 +229,40 @@ static size_t xside_count(const struct hashi_coll_xside *x, int n, struct xpeer 
 
 /* The staged blocks of side x in matching order, each after its peer's
  * previous one: packed into staging (send side), or unpacked out of it
- * (receive side, after the exchange). */
-static void xside_copy(const struct hashi_coll_xside *x, struct xpeer *ps, char *staging, int pack)
+ * (receive side, after the exchange); now, or as copy steps of schedule s
+ * (not NULL) that a persistent request repeats at every run. */
+static int xside_copy(struct hashi_sched *s, const struct hashi_coll_xside *x, struct xpeer *ps, char *staging,
+                      int pack)
 {
-    for (int k = 0; k < x->m; k++) {
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < x->m && rc == MPI_SUCCESS; k++) {
         int p, j = xblock(x, k, &p);
         size_t len = p < 0 ? 0 : hashi_blocks_bytes(x->b, j);
         if (len == 0 || !ps[p].blocks)
             continue;
-        const struct MPI_ABI_Datatype *t = hashi_type_get(hashi_blocks_type(x->b, j));
-        if (pack)
-            hashi_type_pack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j), t, 0, staging + ps[p].at, len);
-        else
-            hashi_type_unpack(hashi_blocks_ptr(x->b, j), hashi_blocks_count(x->b, j), t, 0, staging + ps[p].at, len);
+        char *buf = hashi_blocks_ptr(x->b, j), *at = staging + ps[p].at;
+        MPI_Count count = hashi_blocks_count(x->b, j);
+        MPI_Datatype type = hashi_blocks_type(x->b, j);
         ps[p].at += len;
+        if (s) {
+            rc = pack ? hashi_sched_copy(s, buf, count, type, at, (MPI_Count)len, MPI_BYTE)
+                      : hashi_sched_copy(s, at, (MPI_Count)len, MPI_BYTE, buf, count, type);
+            continue;
+        }
+        const struct MPI_ABI_Datatype *t = hashi_type_get(type);
+        if (pack)
+            hashi_type_pack(buf, count, t, 0, at, len);
+        else
+            hashi_type_unpack(buf, count, t, 0, at, len);
     }
+    return rc;
 }
 
 /* Side x's device blocks (one per peer with data, in peer order) into
- * out, staged ones from staging + *used; packs the send side's. */
+ * out, staged ones from staging + *used (each peer's staging start in
+ * ps[p].at, for xside_copy). */
 static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *ps, char *staging, size_t *used,
-                        int pack, struct hashi_device_block *out)
+                        struct hashi_device_block *out)
 {
     int count = 0;
     for (int p = 0; p < n; p++) {
@@ -262,16 +275,14 @@ static int xside_blocks(const struct hashi_coll_xside *x, int n, struct xpeer *p
         }
         out[count++] = (struct hashi_device_block){ p, ps[p].bytes, buf };
     }
-    if (pack)
-        xside_copy(x, ps, staging, 1);
     return count;
 }
-int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, const struct hashi_coll_blocks *mine,
-                               const struct hashi_coll_blocks *all)
+int hashi_coll_device_rooted_v(struct hashi_sched *s, struct MPI_ABI_Comm *c, int root, int gathering,
+                               const struct hashi_coll_blocks *mine, const struct hashi_coll_blocks *all)
 {
     /* From 3 members: at 2 the generic path's one eager message beats
      * the exchange's bookkeeping (8 B: 0.57 against 0.72 us). */
-    if (!hashi_device->coll.exchange || c->size < 3)
+    if (!(s ? hashi_device->coll.op_init != NULL : hashi_device->coll.exchange != NULL) || c->size < 3)
         return HASHI_DEVICE_COLL_DECLINE;
     int n = c->size, *peers = NULL;
     const int to_root[1] = { root };
@@ -281,7 +292,8 @@ int hashi_coll_device_rooted_v(struct MPI_ABI_Comm *c, int root, int gathering, 
             return MPI_ERR_NO_MEM;
         many = (struct hashi_coll_xside){ n, peers, NULL, all };
     }
-    int rc = hashi_coll_device_exchange(c, 0, gathering ? &one : &many, gathering ? &many : &one);
+    const struct hashi_coll_xside *send = gathering ? &one : &many, *recv = gathering ? &many : &one;
+    int rc = s ? hashi_coll_device_exchange_step(s, c, 0, send, recv) : hashi_coll_device_exchange(c, 0, send, recv);
     free(peers);
     return rc;
 }
@@ -308,13 +320,56 @@ int hashi_coll_device_exchange(struct MPI_ABI_Comm *c, int alltoallv, const stru
         free(ps), free(db), free(staging);
         return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
     }
-    int nsends = xside_blocks(send, n, ps, staging, &used, 1, db);
-    int nrecvs = xside_blocks(recv, n, ps + n, staging, &used, 0, db + nsends);
+    int nsends = xside_blocks(send, n, ps, staging, &used, db);
+    int nrecvs = xside_blocks(recv, n, ps + n, staging, &used, db + nsends);
+    xside_copy(NULL, send, ps, staging, 1);
     /* Every member takes the tag, whether the device uses it or declines. */
     int rc = hashi_device->coll.exchange(db, nsends, db + nsends, nrecvs, c, hashi_coll_next_tag(c));
     if (rc == MPI_SUCCESS)
-        xside_copy(recv, ps + n, staging, 0);
+        xside_copy(NULL, recv, ps + n, staging, 0);
     free(ps), free(db), free(staging);
+    return rc;
+}
+
+int hashi_coll_device_exchange_step(struct hashi_sched *s, struct MPI_ABI_Comm *c, int alltoallv,
+                                    const struct hashi_coll_xside *send, const struct hashi_coll_xside *recv)
+{
+    int n = c->size;
+    if (!hashi_device->coll.op_init || n < 2 || !hashi_coll_device_exchange_ok(c, alltoallv))
+        return HASHI_DEVICE_COLL_DECLINE;
+    /* Per-peer sums for a small communicator on the stack: a nonblocking
+     * call's malloc and free were a tenth of its cost at 2 ranks. */
+    struct xpeer small[32], *ps = 2 * n <= 32 ? small : malloc(2 * (size_t)n * sizeof *ps);
+    if (!ps)
+        return MPI_ERR_NO_MEM;
+    /* The blocks and the staging belong to the schedule: computed once,
+     * they serve every run of a persistent request. */
+    size_t staged_send = xside_count(send, n, ps), staged_recv = xside_count(recv, n, ps + n);
+    size_t staged = staged_send + staged_recv, used = 0;
+    int blocks = 0;
+    for (int p = 0; p < 2 * n; p++)
+        blocks += ps[p].bytes > 0;
+    int mark = hashi_sched_mark(s), rc = MPI_SUCCESS;
+    char *staging = staged ? hashi_sched_scratch(s, staged) : NULL;
+    struct hashi_device_block *db = blocks ? hashi_sched_scratch(s, (size_t)blocks * sizeof *db) : NULL;
+    if ((staged && !staging) || (blocks && !db)) {
+        if (ps != small)
+            free(ps);
+        return MPI_ERR_NO_MEM;   /* not a decline: the other members go ahead */
+    }
+    struct hashi_device_coll_args a = { .kind = HASHI_DEVICE_OP_EXCHANGE, .comm = c, .sends = db };
+    a.nsends = xside_blocks(send, n, ps, staging, &used, db);
+    a.recvs = db + a.nsends;
+    a.nrecvs = xside_blocks(recv, n, ps + n, staging, &used, db + a.nsends);
+    if ((!staged_send || (rc = xside_copy(s, send, ps, staging, 1)) == MPI_SUCCESS) &&
+        (rc = hashi_sched_fence(s)) == MPI_SUCCESS)
+        rc = hashi_sched_device(s, &a);
+    if (rc == HASHI_DEVICE_COLL_DECLINE)
+        hashi_sched_rollback(s, mark);
+    else if (rc == MPI_SUCCESS && (rc = hashi_sched_fence(s)) == MPI_SUCCESS && staged_recv)
+        rc = xside_copy(s, recv, ps + n, staging, 0);
+    if (ps != small)
+        free(ps);
     return rc;
 }
 

@@ -167,16 +167,16 @@ static int device_gather(struct hashi_sched *s, const struct gather_args *ga, si
              : hashi_coll_device_blocks(&a, &send, to);
 }
 
-/* Blocking Gatherv on the device's sparse exchange: each member's block to
- * the root, placed by the root's counts. */
-static int device_gatherv(const struct gather_args *ga, struct MPI_ABI_Comm *c)
+/* Gatherv on the device's sparse exchange (blocking, or a step of s): each
+ * member's block to the root, placed by the root's counts. */
+static int device_gatherv(struct hashi_sched *s, const struct gather_args *ga, struct MPI_ABI_Comm *c)
 {
     const struct hashi_coll_blocks mine = { .buf = (char *)ga->sendbuf, .count = ga->scount, .type = ga->stype };
     int root = c->rank == ga->root;
     const struct hashi_coll_blocks all = { .buf = ga->recvbuf, .counts = ga->rcounts, .displs = ga->displs,
                                            .unit = root ? hashi_type_extent(hashi_type_get(ga->rtype)) : 0,
                                            .type = ga->rtype };
-    return hashi_coll_device_rooted_v(c, ga->root, 1, ga->sendbuf == MPI_IN_PLACE ? NULL : &mine,
+    return hashi_coll_device_rooted_v(s, c, ga->root, 1, ga->sendbuf == MPI_IN_PLACE ? NULL : &mine,
                                       root ? &all : NULL);
 }
 
@@ -197,7 +197,7 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
 
     struct gather_args a = { sendbuf, scount, stype, recvbuf, rcount, rtype, rcounts, displs, root };
     if (call->mode == HASHI_COLL_BLOCKING) {
-        rc = is_v ? device_gatherv(&a, c) : device_gather(NULL, &a, blk, c);
+        rc = is_v ? device_gatherv(NULL, &a, c) : device_gather(NULL, &a, blk, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)
@@ -207,8 +207,9 @@ static int gather(const struct hashi_coll_call *call, const void *sendbuf, MPI_C
     /* Nonblocking and persistent: the device's operation where it takes the
      * call; else the two levels where they apply, else the flat algorithms. */
     int declined = 1;
-    if (s && !is_v && call->mode != HASHI_COLL_BLOCKING)
-        declined = (rc = device_gather(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        declined =
+            (rc = is_v ? device_gatherv(s, &a, c) : device_gather(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
     if (s && declined && !is_v)
         declined = (rc = hashi_coll_hier_gather(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
                    HASHI_COLL_FLAT;

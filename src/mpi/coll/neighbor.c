@@ -49,13 +49,13 @@ static int build_neighbor(struct hashi_sched *s, int cartesian, int indegree, co
     return rc;
 }
 
-/* The blocking call on the device's sparse exchange, the blocks in
- * build_neighbor's order (which is MPI's matching order). */
-static int device_neighbor(struct MPI_ABI_Comm *c, int cartesian, int indegree, const int sources[], int outdegree,
-                           const int destinations[], const struct hashi_coll_blocks *send,
-                           const struct hashi_coll_blocks *recv)
+/* The call on the device's sparse exchange, blocking or as a step of s,
+ * the blocks in build_neighbor's order (which is MPI's matching order). */
+static int device_neighbor(struct hashi_sched *s, struct MPI_ABI_Comm *c, int cartesian, int indegree,
+                           const int sources[], int outdegree, const int destinations[],
+                           const struct hashi_coll_blocks *send, const struct hashi_coll_blocks *recv)
 {
-    if (!hashi_device->coll.exchange)
+    if (!(s ? hashi_device->coll.op_init != NULL : hashi_device->coll.exchange != NULL))
         return HASHI_DEVICE_COLL_DECLINE;
     int *order = NULL;
     if (cartesian && outdegree > 0) {
@@ -65,7 +65,7 @@ static int device_neighbor(struct MPI_ABI_Comm *c, int cartesian, int indegree, 
             order[k] = k ^ 1;
     }
     const struct hashi_coll_xside xs = { outdegree, destinations, order, send }, xr = { indegree, sources, NULL, recv };
-    int rc = hashi_coll_device_exchange(c, 0, &xs, &xr);
+    int rc = s ? hashi_coll_device_exchange_step(s, c, 0, &xs, &xr) : hashi_coll_device_exchange(c, 0, &xs, &xr);
     free(order);
     return rc;
 }
@@ -118,12 +118,17 @@ static int neighbor(const struct hashi_coll_call *call, enum neighbor_kind kind,
     int cartesian = topo_kind == MPI_CART && outdegree % 2 == 0;
 
     if (call->mode == HASHI_COLL_BLOCKING) {
-        rc = device_neighbor(c, cartesian, indegree, sources, outdegree, destinations, &send, &recv);
+        rc = device_neighbor(NULL, c, cartesian, indegree, sources, outdegree, destinations, &send, &recv);
         if (rc != HASHI_DEVICE_COLL_DECLINE)
             return rc == MPI_SUCCESS ? rc : hashi_err_comm(call->func, comm, rc, "the device's exchange failed");
     }
     struct hashi_sched *s = hashi_sched_create(c);
-    if (s)
+    /* Nonblocking and persistent: the device's exchange operation where it
+     * takes the call (a persistent one works out its blocks here, once). */
+    rc = s && call->mode != HASHI_COLL_BLOCKING
+             ? device_neighbor(s, c, cartesian, indegree, sources, outdegree, destinations, &send, &recv)
+             : HASHI_DEVICE_COLL_DECLINE;
+    if (s && rc == HASHI_DEVICE_COLL_DECLINE)
         rc = build_neighbor(s, cartesian, indegree, sources, outdegree, destinations, &send, &recv);
     return hashi_coll_call_finish(call, comm, s, rc);
 }

@@ -162,16 +162,17 @@ static int device_scatter(struct hashi_sched *s, const struct scatter_args *sa, 
              : hashi_coll_device_blocks(&a, from, to);
 }
 
-/* Blocking Scatterv on the device's sparse exchange: the root's blocks to
- * each member, placed by the root's counts (gather.c's device_gatherv). */
-static int device_scatterv(const struct scatter_args *sa, struct MPI_ABI_Comm *c)
+/* Scatterv on the device's sparse exchange (blocking, or a step of s): the
+ * root's blocks to each member, placed by the root's counts (gather.c's
+ * device_gatherv). */
+static int device_scatterv(struct hashi_sched *s, const struct scatter_args *sa, struct MPI_ABI_Comm *c)
 {
     const struct hashi_coll_blocks mine = { .buf = sa->recvbuf, .count = sa->rcount, .type = sa->rtype };
     int root = c->rank == sa->root;
     const struct hashi_coll_blocks all = { .buf = (char *)sa->sendbuf, .counts = sa->scounts, .displs = sa->displs,
                                            .unit = root ? hashi_type_extent(hashi_type_get(sa->stype)) : 0,
                                            .type = sa->stype };
-    return hashi_coll_device_rooted_v(c, sa->root, 0, sa->recvbuf == MPI_IN_PLACE ? NULL : &mine,
+    return hashi_coll_device_rooted_v(s, c, sa->root, 0, sa->recvbuf == MPI_IN_PLACE ? NULL : &mine,
                                       root ? &all : NULL);
 }
 
@@ -192,7 +193,7 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
 
     struct scatter_args a = { sendbuf, scount, is_v ? scounts : NULL, displs, stype, recvbuf, rcount, rtype, root };
     if (call->mode == HASHI_COLL_BLOCKING) {
-        rc = is_v ? device_scatterv(&a, c) : device_scatter(NULL, &a, blk, c);
+        rc = is_v ? device_scatterv(NULL, &a, c) : device_scatter(NULL, &a, blk, c);
         if (rc == MPI_SUCCESS)
             return MPI_SUCCESS;
         if (rc != HASHI_DEVICE_COLL_DECLINE)
@@ -202,8 +203,9 @@ static int scatter(const struct hashi_coll_call *call, const void *sendbuf, MPI_
     /* Nonblocking and persistent: the device's operation where it takes the
      * call; else the two levels where they apply, else the flat algorithms. */
     int declined = 1;
-    if (s && !is_v && call->mode != HASHI_COLL_BLOCKING)
-        declined = (rc = device_scatter(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
+    if (s && call->mode != HASHI_COLL_BLOCKING)
+        declined =
+            (rc = is_v ? device_scatterv(s, &a, c) : device_scatter(s, &a, blk, c)) == HASHI_DEVICE_COLL_DECLINE;
     if (s && declined && !is_v)
         declined = (rc = hashi_coll_hier_scatter(s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, c)) ==
                    HASHI_COLL_FLAT;

@@ -394,7 +394,11 @@ int hashi_sched_device(struct hashi_sched *s, const struct hashi_device_coll_arg
     struct sched_step *st = add_step(s, STEP_DEVICE);
     if (!st)
         return MPI_ERR_NO_MEM;
-    int rc = ops->op_init(args, &st->u.dev);
+    /* The device's own messages (the exchange kind's) use the schedule's
+     * tag: no other step of this schedule sends. */
+    struct hashi_device_coll_args a = *args;
+    a.tag = s->tag;
+    int rc = ops->op_init(&a, &st->u.dev);
     if (rc != MPI_SUCCESS)
         s->nsteps--;   /* declined or failed: no step */
     return rc;
