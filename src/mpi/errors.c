@@ -522,37 +522,46 @@ int hashi_impl_Remove_error_class(int errorclass)
     return MPI_SUCCESS;
 }
 
-int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
+/* A user error handler for objects of obj_kind (the four
+ * MPI_*_create_errhandler calls). */
+static int user_errhandler_create(const char *func, enum hashi_obj_kind obj_kind, void (*fn)(void),
+                                  MPI_Errhandler *errhandler)
 {
     if (!fn || !errhandler)
-        return hashi_err_raise("MPI_Comm_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "function or errhandler is NULL");
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "function or errhandler is NULL");
     struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
     if (!eh)
-        return hashi_err_raise("MPI_Comm_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
+        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
     eh->kind = HASHI_EH_USER;
-    eh->obj_kind = HASHI_OBJ_COMM;
-    eh->user_fn = (void (*)(void))fn;
+    eh->obj_kind = obj_kind;
+    eh->user_fn = fn;
     atomic_init(&eh->refcount, 1);
     *errhandler = eh;
     return MPI_SUCCESS;
 }
 
+/* MPI_*_call_errhandler: the object's handler gets errorcode itself (no
+ * instance code), which the program compares with its own codes. */
+static int app_error_dispatch(const char *func, enum hashi_obj_kind obj_kind, const void *obj, int errorcode)
+{
+    int cls = code_to_class(errorcode);
+    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
+    char message[MPI_MAX_ERROR_STRING];
+    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
+             (int)strcspn(cname, ":"), cname, errorcode);
+    dispatch(obj_kind, obj, errorcode, cls, message);
+    return MPI_SUCCESS;
+}
+
+int hashi_impl_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler)
+{
+    return user_errhandler_create("MPI_Comm_create_errhandler", HASHI_OBJ_COMM, (void (*)(void))fn, errhandler);
+}
+
 int hashi_impl_Session_create_errhandler(MPI_Session_errhandler_function *fn, MPI_Errhandler *errhandler)
 {
-    if (!fn || !errhandler)
-        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "function or errhandler is NULL");
-    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
-    if (!eh)
-        return hashi_err_raise("MPI_Session_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM,
-                               "out of memory");
-    eh->kind = HASHI_EH_USER;
-    eh->obj_kind = HASHI_OBJ_SESSION;
-    eh->user_fn = (void (*)(void))fn;
-    atomic_init(&eh->refcount, 1);
-    *errhandler = eh;
-    return MPI_SUCCESS;
+    return user_errhandler_create("MPI_Session_create_errhandler", HASHI_OBJ_SESSION, (void (*)(void))fn,
+                                  errhandler);
 }
 
 /* A handler a session may have: a predefined one or one made for sessions;
@@ -596,13 +605,7 @@ int hashi_impl_Session_call_errhandler(MPI_Session session, int errorcode)
     static const char func[] = "MPI_Session_call_errhandler";
     if (!hashi_session_get(session))
         return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_SESSION, "not a valid session");
-    int cls = code_to_class(errorcode);
-    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
-    char message[MPI_MAX_ERROR_STRING];
-    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
-             (int)strcspn(cname, ":"), cname, errorcode);
-    dispatch(HASHI_OBJ_SESSION, (const void *)(uintptr_t)session, errorcode, cls, message);
-    return MPI_SUCCESS;
+    return app_error_dispatch(func, HASHI_OBJ_SESSION, (const void *)(uintptr_t)session, errorcode);
 }
 
 int hashi_impl_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
@@ -652,15 +655,7 @@ int hashi_impl_Comm_call_errhandler(MPI_Comm comm, int errorcode)
     int rc;
     if (!hashi_comm_arg("MPI_Comm_call_errhandler", comm, &rc))
         return rc;
-    /* The handler gets errorcode itself (no instance code): the program
-     * compares it with its own codes. */
-    int cls = code_to_class(errorcode);
-    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
-    char message[MPI_MAX_ERROR_STRING];
-    snprintf(message, sizeof message, "MPI_Comm_call_errhandler: %.*s: error %d raised by the application",
-             (int)strcspn(cname, ":"), cname, errorcode);
-    dispatch(HASHI_OBJ_COMM, (const void *)(uintptr_t)comm, errorcode, cls, message);
-    return MPI_SUCCESS;
+    return app_error_dispatch("MPI_Comm_call_errhandler", HASHI_OBJ_COMM, (const void *)(uintptr_t)comm, errorcode);
 }
 
 /* ---- windows ---- */
@@ -668,18 +663,7 @@ int hashi_impl_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 int hashi_impl_Win_create_errhandler(MPI_Win_errhandler_function *fn, MPI_Errhandler *errhandler)
 {
     HASHI_CHECK_INITIALIZED("MPI_Win_create_errhandler");
-    if (!fn || !errhandler)
-        return hashi_err_raise("MPI_Win_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_ARG,
-                               "function or errhandler is NULL");
-    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
-    if (!eh)
-        return hashi_err_raise("MPI_Win_create_errhandler", HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
-    eh->kind = HASHI_EH_USER;
-    eh->obj_kind = HASHI_OBJ_WIN;
-    eh->user_fn = (void (*)(void))fn;
-    atomic_init(&eh->refcount, 1);
-    *errhandler = eh;
-    return MPI_SUCCESS;
+    return user_errhandler_create("MPI_Win_create_errhandler", HASHI_OBJ_WIN, (void (*)(void))fn, errhandler);
 }
 
 static struct MPI_ABI_Win *win_arg(const char *func, MPI_Win win, int *rc)
@@ -730,13 +714,7 @@ int hashi_impl_Win_call_errhandler(MPI_Win win, int errorcode)
     int rc;
     if (!win_arg(func, win, &rc))
         return rc;
-    int cls = code_to_class(errorcode);
-    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
-    char message[MPI_MAX_ERROR_STRING];
-    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
-             (int)strcspn(cname, ":"), cname, errorcode);
-    dispatch(HASHI_OBJ_WIN, (const void *)(uintptr_t)win, errorcode, cls, message);
-    return MPI_SUCCESS;
+    return app_error_dispatch(func, HASHI_OBJ_WIN, (const void *)(uintptr_t)win, errorcode);
 }
 
 /* A new window starts with MPI_ERRORS_ARE_FATAL (MPI 4.1 sec. 9.3). */
@@ -749,19 +727,8 @@ struct MPI_ABI_Errhandler *hashi_errhandler_win_default(void)
 
 int hashi_impl_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler *errhandler)
 {
-    static const char func[] = "MPI_File_create_errhandler";
-    HASHI_CHECK_INITIALIZED(func);
-    if (!fn || !errhandler)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_ARG, "function or errhandler is NULL");
-    struct MPI_ABI_Errhandler *eh = malloc(sizeof *eh);
-    if (!eh)
-        return hashi_err_raise(func, HASHI_OBJ_NONE, NULL, MPI_ERR_NO_MEM, "out of memory");
-    eh->kind = HASHI_EH_USER;
-    eh->obj_kind = HASHI_OBJ_FILE;
-    eh->user_fn = (void (*)(void))fn;
-    atomic_init(&eh->refcount, 1);
-    *errhandler = eh;
-    return MPI_SUCCESS;
+    HASHI_CHECK_INITIALIZED("MPI_File_create_errhandler");
+    return user_errhandler_create("MPI_File_create_errhandler", HASHI_OBJ_FILE, (void (*)(void))fn, errhandler);
 }
 
 /* The handler slot of a file argument: the file's, or MPI_FILE_NULL's
@@ -817,13 +784,7 @@ int hashi_impl_File_call_errhandler(MPI_File file, int errorcode)
     int rc;
     if (!file_errhandler_slot(func, file, &rc))
         return rc;
-    int cls = code_to_class(errorcode);
-    const char *cname = class_string(cls >= 0 ? cls : MPI_ERR_UNKNOWN);
-    char message[MPI_MAX_ERROR_STRING];
-    snprintf(message, sizeof message, "%s: %.*s: error %d raised by the application", func,
-             (int)strcspn(cname, ":"), cname, errorcode);
-    dispatch(HASHI_OBJ_FILE, (const void *)(uintptr_t)file, errorcode, cls, message);
-    return MPI_SUCCESS;
+    return app_error_dispatch(func, HASHI_OBJ_FILE, (const void *)(uintptr_t)file, errorcode);
 }
 
 struct MPI_ABI_Errhandler *hashi_errhandler_file_default(void)
