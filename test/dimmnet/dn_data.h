@@ -7,6 +7,7 @@
 #define HASHI_TEST_DN_DATA_H
 
 #include "../util/check.h"
+#include "../util/pvar.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -59,27 +60,6 @@ static inline void check_untouched(const unsigned char *p, size_t n, const char 
 {
     for (size_t i = 0; i < n; i++)
         CHECK(p[i] == 0xee, "%s: byte %zu outside the receive buffer was overwritten (%u)", what, i, p[i]);
-}
-
-/* A counter of the core or the device (MPI_T pvar `name`; 0 where there is
- * none: *found = 0). */
-static inline unsigned long long read_counter(const char *name, int *found)
-{
-    int idx;
-    *found = 0;
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
-        return 0;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    int n;
-    unsigned long long v = 0;
-    CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "MPI_T_pvar_session_create");
-    CHECK(MPI_T_pvar_handle_alloc(session, idx, NULL, &handle, &n) == MPI_SUCCESS, "MPI_T_pvar_handle_alloc");
-    CHECK(MPI_T_pvar_read(session, handle, &v) == MPI_SUCCESS, "MPI_T_pvar_read %s", name);
-    MPI_T_pvar_handle_free(session, &handle);
-    MPI_T_pvar_session_free(&session);
-    *found = 1;
-    return v;
 }
 
 #endif

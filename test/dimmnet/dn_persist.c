@@ -21,6 +21,7 @@
  *     delivers) and of an active receive; MPI_PROC_NULL peers.
  */
 #include "../p2p/p2p_util.h"
+#include "../util/pvar.h"
 
 #define TAG_PING 1
 #define TAG_ONEWAY 2
@@ -85,26 +86,6 @@ static void ping_pong(int rank, unsigned char *sbuf, unsigned char *rbuf)
     if (rank == 0)
         CHECK_MPI(MPI_Request_free(&send[1]));
     CHECK(recv == MPI_REQUEST_NULL && send[0] == MPI_REQUEST_NULL, "MPI_Request_free left a handle");
-}
-
-/* The core's counter `name` (0 where the device has none: *found = 0). */
-static unsigned long long read_counter(const char *name, int *found)
-{
-    int idx;
-    *found = 0;
-    if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
-        return 0;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    int n;
-    unsigned long long v = 0;
-    CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "MPI_T_pvar_session_create");
-    CHECK(MPI_T_pvar_handle_alloc(session, idx, NULL, &handle, &n) == MPI_SUCCESS, "MPI_T_pvar_handle_alloc");
-    CHECK(MPI_T_pvar_read(session, handle, &v) == MPI_SUCCESS, "MPI_T_pvar_read %s", name);
-    MPI_T_pvar_handle_free(session, &handle);
-    MPI_T_pvar_session_free(&session);
-    *found = 1;
-    return v;
 }
 
 /* expect: registrations and messages on them that rank 0's sends must count
