@@ -74,6 +74,11 @@ int io_agree(struct MPI_ABI_Comm *comm, int cls);
 /* The default view: displacement 0, MPI_BYTE etype and filetype, native. */
 int io_view_default(struct hashi_file *f);
 void io_view_release(struct hashi_file *f);
+/* The view is one run covering its filetype's extent (plain offsets). */
+int io_view_is_dense(const struct hashi_file *f);
+/* Where view byte `vbyte` lies: the filetype instance (*inst), the run
+ * (returned) and the bytes into that run (*within). */
+MPI_Count io_view_locate(const struct hashi_file *f, MPI_Offset vbyte, MPI_Offset *inst, MPI_Offset *within);
 /* The file offset of view byte `vbyte` (data bytes from the view's start). */
 MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte);
 /* The view bytes that lie before file offset `offset` (at the end of file:

@@ -62,19 +62,10 @@ static int view_move(struct hashi_file *f, MPI_Offset vstart, char *mem, MPI_Off
                      MPI_Offset *moved)
 {
     *moved = 0;
-    if (f->nruns == 1 && f->runs[0].len == f->ft_extent)
+    if (io_view_is_dense(f))
         return piece_io(f->fd, mem, io_view_file_offset(f, vstart), len, is_write, moved);
-    MPI_Offset inst = vstart / f->ft_size, q = vstart - inst * f->ft_size;
-    MPI_Count j = 0, lo = 0, hi = f->nruns - 1;
-    while (lo < hi) {
-        MPI_Count mid = lo + (hi - lo) / 2;
-        if (f->runs[mid].end > q)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    j = lo;
-    MPI_Offset within = q - (f->runs[j].end - f->runs[j].len);
+    MPI_Offset inst, within;
+    MPI_Count j = io_view_locate(f, vstart, &inst, &within);
     struct pending p = { mem, 0, 0 };
     MPI_Offset done = 0;
     while (done < len) {

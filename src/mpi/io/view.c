@@ -132,16 +132,15 @@ void io_view_release(struct hashi_file *f)
 }
 
 /* The filetype tiles the file from its first run on, without holes. */
-static int view_is_dense(const struct hashi_file *f)
+int io_view_is_dense(const struct hashi_file *f)
 {
     return f->nruns == 1 && f->runs[0].len == f->ft_extent;
 }
 
-MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte)
+MPI_Count io_view_locate(const struct hashi_file *f, MPI_Offset vbyte, MPI_Offset *inst, MPI_Offset *within)
 {
-    if (view_is_dense(f))
-        return f->disp + f->runs[0].off + vbyte;
-    MPI_Offset inst = vbyte / f->ft_size, q = vbyte - inst * f->ft_size;
+    *inst = vbyte / f->ft_size;
+    MPI_Offset q = vbyte - *inst * f->ft_size;
     MPI_Count lo = 0, hi = f->nruns - 1;
     while (lo < hi) {
         MPI_Count mid = lo + (hi - lo) / 2;
@@ -150,8 +149,17 @@ MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte)
         else
             lo = mid + 1;
     }
-    const struct io_run *r = &f->runs[lo];
-    return f->disp + inst * f->ft_extent + r->off + (q - (r->end - r->len));
+    *within = q - (f->runs[lo].end - f->runs[lo].len);
+    return lo;
+}
+
+MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte)
+{
+    if (io_view_is_dense(f))
+        return f->disp + f->runs[0].off + vbyte;
+    MPI_Offset inst, within;
+    MPI_Count j = io_view_locate(f, vbyte, &inst, &within);
+    return f->disp + inst * f->ft_extent + f->runs[j].off + within;
 }
 
 MPI_Offset io_view_bytes_before(const struct hashi_file *f, MPI_Offset offset)
