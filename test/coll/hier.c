@@ -22,6 +22,7 @@
  * (hier: some two-level runs were built on that communicator; flat: none).
  */
 #include "../util/check.h"
+#include "../util/pvar.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -365,22 +366,6 @@ static void test_rooted(MPI_Comm comm, int scatter, long count, int strided, int
     free(all);
 }
 
-/* An MPI_T counter of this process (hier.c's coll_hier_*). */
-static unsigned long long pvar_read(const char *name)
-{
-    int index, count;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-    unsigned long long value = 0;
-    CHECK_MPI(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index));
-    CHECK_MPI(MPI_T_pvar_session_create(&session));
-    CHECK_MPI(MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count));
-    CHECK_MPI(MPI_T_pvar_read(session, handle, &value));
-    CHECK_MPI(MPI_T_pvar_handle_free(session, &handle));
-    CHECK_MPI(MPI_T_pvar_session_free(&session));
-    return value;
-}
-
 /* The bracketing op over 2 elements (both must agree); root < 0: Allreduce. */
 static void test_tree(MPI_Comm comm, int root, enum mode m, enum expect e)
 {
@@ -442,7 +427,7 @@ static void battery(MPI_Comm comm, enum expect e)
         test_sum(comm, 5, 1, 0, -1, m);
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
             test_allgather(comm, counts[k] / 2 + 1, (int)k % 2, (int)(k / 2) % 2, m);
-        unsigned long long gathers = pvar_read("coll_hier_gathers"), scatters = pvar_read("coll_hier_scatters");
+        unsigned long long gathers = counter_value("coll_hier_gathers"), scatters = counter_value("coll_hier_scatters");
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
             int big = counts[k] > 1000;
             for (int root = 0; root < n; root += big ? n - 1 : 1) {
@@ -451,8 +436,8 @@ static void battery(MPI_Comm comm, enum expect e)
             }
         }
         /* The counters are per process: every member builds its own. */
-        gathers = pvar_read("coll_hier_gathers") - gathers;
-        scatters = pvar_read("coll_hier_scatters") - scatters;
+        gathers = counter_value("coll_hier_gathers") - gathers;
+        scatters = counter_value("coll_hier_scatters") - scatters;
         if (e != EXPECT_ANY)
             CHECK(e == EXPECT_HIER ? gathers > 0 && scatters > 0 : gathers == 0 && scatters == 0,
                   "%s: %llu two-level gathers and %llu scatters built, expected %s", mode_name[m], gathers, scatters,

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/pvar.h"
 
 #define MAXRANKS 16
 #define MAXK 400   /* int64 elements: 3200 bytes, above the default slot */
@@ -482,13 +483,6 @@ static void blocking_alltoallv(int tag)
                   p, i);
 }
 
-static unsigned long long read_pvar(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
-{
-    unsigned long long v = 0;
-    CHECK(MPI_T_pvar_read(session, handle, &v) == MPI_SUCCESS, "pvar_read failed");
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "any";
@@ -559,22 +553,13 @@ int main(int argc, char **argv)
         persistent_device += !from3 || n > 2;
     }
 
-    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-    MPI_T_pvar_handle exchanges = MPI_T_PVAR_HANDLE_NULL, nb_colls = MPI_T_PVAR_HANDLE_NULL;
     int check_counters = strcmp(mode, "any") != 0;
     unsigned long long x0 = 0, nb0 = 0;
     if (check_counters) {
-        int provided, ix, inb, count;
+        int provided;
         CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS, "MPI_T_init_thread failed");
-        CHECK(MPI_T_pvar_get_index("dimmnet_llcm_exchanges", MPI_T_PVAR_CLASS_COUNTER, &ix) == MPI_SUCCESS,
-              "mode %s needs dimmnet's counter dimmnet_llcm_exchanges", mode);
-        CHECK(MPI_T_pvar_get_index("dimmnet_llcm_nb_colls", MPI_T_PVAR_CLASS_COUNTER, &inb) == MPI_SUCCESS,
-              "mode %s needs dimmnet's counter dimmnet_llcm_nb_colls", mode);
-        CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "pvar_session_create failed");
-        CHECK(MPI_T_pvar_handle_alloc(session, ix, NULL, &exchanges, &count) == MPI_SUCCESS, "pvar_handle_alloc");
-        CHECK(MPI_T_pvar_handle_alloc(session, inb, NULL, &nb_colls, &count) == MPI_SUCCESS, "pvar_handle_alloc");
-        x0 = read_pvar(session, exchanges);
-        nb0 = read_pvar(session, nb_colls);
+        x0 = counter_value("dimmnet_llcm_exchanges");
+        nb0 = counter_value("dimmnet_llcm_nb_colls");
     }
     long long runs = 0, blocking_calls = 0;
     MPI_Request reqs[NCASES];
@@ -613,16 +598,13 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Request_free(&reqs[i]));
 
     if (check_counters) {
-        long long got = (long long)(read_pvar(session, exchanges) - x0);
-        long long nb = (long long)(read_pvar(session, nb_colls) - nb0);
+        long long got = (long long)(counter_value("dimmnet_llcm_exchanges") - x0);
+        long long nb = (long long)(counter_value("dimmnet_llcm_nb_colls") - nb0);
         long long want = strcmp(mode, "device") == 0 ? runs : 0;
         CHECK(got == want + (want ? blocking_calls : 0), "dimmnet_llcm_exchanges grew by %lld, expected %lld", got,
               want + (want ? blocking_calls : 0));
         if (want)
             CHECK(nb == want, "dimmnet_llcm_nb_colls grew by %lld, expected %lld", nb, want);
-        CHECK(MPI_T_pvar_handle_free(session, &exchanges) == MPI_SUCCESS, "pvar_handle_free failed");
-        CHECK(MPI_T_pvar_handle_free(session, &nb_colls) == MPI_SUCCESS, "pvar_handle_free failed");
-        CHECK(MPI_T_pvar_session_free(&session) == MPI_SUCCESS, "pvar_session_free failed");
         CHECK(MPI_T_finalize() == MPI_SUCCESS, "MPI_T_finalize failed");
     }
     for (int i = 0; i < NCASES; i++) {

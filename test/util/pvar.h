@@ -30,4 +30,13 @@ static inline unsigned long long read_counter(const char *name, int *found)
     return v;
 }
 
+/* A counter the test needs: missing is a failure that names it. */
+static inline unsigned long long counter_value(const char *name)
+{
+    int found;
+    unsigned long long v = read_counter(name, &found);
+    CHECK(found, "no MPI_T counter %s (is the device the one this test expects?)", name);
+    return v;
+}
+
 #endif
