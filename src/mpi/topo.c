@@ -243,18 +243,28 @@ static struct MPI_ABI_Group *first_ranks_group(const struct MPI_ABI_Comm *parent
     return hashi_group_from_world_ranks(n, world);
 }
 
+/* comm_old of a topology constructor: a valid intracommunicator. */
+static int topology_parent(const char *func, MPI_Comm comm_old, struct MPI_ABI_Comm **parent)
+{
+    *parent = hashi_comm_get(comm_old);
+    if (!*parent)
+        return hashi_err_invalid_comm(func, comm_old, "comm_old");
+    if (hashi_comm_is_inter(*parent))
+        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
+                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
+    return MPI_SUCCESS;
+}
+
 int hashi_impl_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
                            MPI_Comm *comm_cart)
 {
     static const char func[] = "MPI_Cart_create";
     HASHI_CHECK_INITIALIZED(func);
     (void)reorder; /* ranks are kept: allowed by the standard */
-    struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
-    if (!parent)
-        return hashi_err_invalid_comm(func, comm_old, "comm_old");
-    if (hashi_comm_is_inter(parent))
-        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
-                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
+    struct MPI_ABI_Comm *parent;
+    int prc = topology_parent(func, comm_old, &parent);
+    if (prc != MPI_SUCCESS)
+        return prc;
     if (ndims < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_DIMS, "ndims %d is negative", ndims);
     if (!comm_cart || (ndims > 0 && (!dims || !periods)))
@@ -591,12 +601,10 @@ int hashi_impl_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], co
     static const char func[] = "MPI_Graph_create";
     HASHI_CHECK_INITIALIZED(func);
     (void)reorder;
-    struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
-    if (!parent)
-        return hashi_err_invalid_comm(func, comm_old, "comm_old");
-    if (hashi_comm_is_inter(parent))
-        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
-                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
+    struct MPI_ABI_Comm *parent;
+    int prc = topology_parent(func, comm_old, &parent);
+    if (prc != MPI_SUCCESS)
+        return prc;
     if (!comm_graph)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "comm_graph is NULL");
     if (nnodes < 0 || nnodes > parent->size)
@@ -825,12 +833,10 @@ int hashi_impl_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const
     HASHI_CHECK_INITIALIZED(func);
     (void)info;
     (void)reorder;
-    struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
-    if (!parent)
-        return hashi_err_invalid_comm(func, comm_old, "comm_old");
-    if (hashi_comm_is_inter(parent))
-        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
-                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
+    struct MPI_ABI_Comm *parent;
+    int prc = topology_parent(func, comm_old, &parent);
+    if (prc != MPI_SUCCESS)
+        return prc;
     if (indegree < 0 || outdegree < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "indegree %d or outdegree %d is negative", indegree,
                               outdegree);
@@ -870,12 +876,10 @@ int hashi_impl_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], 
     HASHI_CHECK_INITIALIZED(func);
     (void)info;
     (void)reorder;
-    struct MPI_ABI_Comm *parent = hashi_comm_get(comm_old);
-    if (!parent)
-        return hashi_err_invalid_comm(func, comm_old, "comm_old");
-    if (hashi_comm_is_inter(parent))
-        return hashi_err_comm(func, comm_old, MPI_ERR_COMM,
-                              "comm_old is an intercommunicator (topologies are for intracommunicators)");
+    struct MPI_ABI_Comm *parent;
+    int prc = topology_parent(func, comm_old, &parent);
+    if (prc != MPI_SUCCESS)
+        return prc;
     if (n < 0)
         return hashi_err_comm(func, comm_old, MPI_ERR_ARG, "n %d is negative", n);
     if (!comm_dist_graph || (n && (!sources || !degrees)))
