@@ -134,8 +134,12 @@ MPI_Count hashi_type_elements(const struct MPI_ABI_Datatype *t, uint64_t bytes);
 typedef int hashi_type_run_fn(void *arg, MPI_Aint disp, MPI_Count len);
 int hashi_type_visit_runs(const struct MPI_ABI_Datatype *t, hashi_type_run_fn *fn, void *arg);
 
-/* Bytes of one element of t in the external32 representation
- * (datatype_external.c; MPI-IO's external32 views). */
+/* Bytes of one element of t in a data representation (MPI-IO's datareps)
+ * whose basic types take leaf(basic, arg) bytes each: leaf returns the
+ * size, -1 for a failure (the walk returns -1) or -2 for "look inside". */
+typedef MPI_Count hashi_type_rep_leaf_fn(MPI_Datatype basic, void *arg);
+MPI_Count hashi_type_rep_size(const struct MPI_ABI_Datatype *t, hashi_type_rep_leaf_fn *leaf, void *arg);
+/* ... in the external32 representation (datatype_external.c). */
 MPI_Count hashi_type_external32_size(const struct MPI_ABI_Datatype *t);
 
 /* References held by pending operations and by derived types built on t; a

@@ -318,32 +318,50 @@ static void conv_type(struct conv_run *r, const struct MPI_ABI_Datatype *t, MPI_
 }
 
 /* Bytes of one element of t in external32. */
-static MPI_Count ext_size(const struct MPI_ABI_Datatype *t)
+MPI_Count hashi_type_rep_size(const struct MPI_ABI_Datatype *t, hashi_type_rep_leaf_fn *leaf, void *arg)
 {
     if (t->size == 0)
         return 0;
     if (t->basic_type != MPI_DATATYPE_NULL) {
-        const struct ext_conv *c = conv_of(t->basic_type);
-        if (c)
-            return t->nelem * c->ext;
+        MPI_Count b = leaf(t->basic_type, arg);
+        if (b >= 0)
+            return t->nelem * b;
+        if (b == -1)
+            return -1;
     }
-    if (t->predefined)
-        return ext_size(hashi_type_get(t->pair_value)) + ext_size(hashi_type_get(t->pair_index));
+    if (t->predefined) {
+        MPI_Count v = hashi_type_rep_size(hashi_type_get(t->pair_value), leaf, arg);
+        MPI_Count x = v < 0 ? -1 : hashi_type_rep_size(hashi_type_get(t->pair_index), leaf, arg);
+        return x < 0 ? -1 : v + x;
+    }
     const struct hashi_type_envelope *env = t->envelope;
     if (env->combiner == MPI_COMBINER_STRUCT || env->combiner == MPI_COMBINER_VALUE_INDEX) {
         MPI_Count bytes = 0;
-        for (MPI_Count k = 0; k < env->nd; k++)
-            bytes += struct_blocks(env, k) * ext_size(env->types[k]);
+        for (MPI_Count k = 0; k < env->nd; k++) {
+            MPI_Count b = hashi_type_rep_size(env->types[k], leaf, arg);
+            if (b < 0)
+                return -1;
+            bytes += struct_blocks(env, k) * b;
+        }
         return bytes;
     }
     const struct MPI_ABI_Datatype *c = env->types[0];
-    return (t->size / c->size) * ext_size(c);
+    MPI_Count b = hashi_type_rep_size(c, leaf, arg);
+    return b < 0 ? -1 : (t->size / c->size) * b;
+}
+
+/* external32's bytes of a basic type (-2: no entry, look inside). */
+static MPI_Count external32_leaf(MPI_Datatype basic, void *arg)
+{
+    (void)arg;
+    const struct ext_conv *c = conv_of(basic);
+    return c ? (MPI_Count)c->ext : -2;
 }
 
 MPI_Count hashi_type_external32_size(const struct MPI_ABI_Datatype *t)
 {
     call_once(&conv_once, conv_table_init);
-    return ext_size(t);
+    return hashi_type_rep_size(t, external32_leaf, NULL);
 }
 
 /* ---- the MPI calls ---- */
@@ -372,7 +390,7 @@ static struct MPI_ABI_Datatype *external_args(const char *func, const char *data
     struct MPI_ABI_Datatype *t = hashi_type_arg(func, "datatype", datatype, need_committed, rc);
     if (!t)
         return NULL;
-    if (__builtin_mul_overflow(count, ext_size(t), bytes)) {
+    if (__builtin_mul_overflow(count, hashi_type_external32_size(t), bytes)) {
         *rc = hashi_err_type(func, MPI_ERR_COUNT, "count * external32 size of the datatype overflows");
         return NULL;
     }

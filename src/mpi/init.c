@@ -168,6 +168,7 @@ static void stop_runtime(void)
          * let it leave before the wake words go (hashi_wake_detach). */
         hashi_rt_fence_finish(&fenced);
     }
+    hashi_io_finalize();
     hashi_comms_finalize();
     hashi_sched_release_memory();
     hashi_device->finalize();

@@ -154,6 +154,9 @@ struct MPI_ABI_Errhandler *hashi_errhandler_file_default(void);
 void hashi_types_init(void);        /* datatype.c: the predefined types */
 void hashi_comms_init(void);        /* comm.c: world/self groups, context ids */
 void hashi_comms_finalize(void);
+/* MPI_Finalize after the last fence: close the files left open, forget the
+ * data representations MPI_Register_datarep defined (io/datarep.c). */
+void hashi_io_finalize(void);
 void hashi_p2p_init(void);          /* p2p: request pools, Bsend state */
 void hashi_p2p_finalize(void);
 void hashi_rma_pvars_register(void); /* rma/shm.c: rma_shm_ops */

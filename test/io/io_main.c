@@ -10,6 +10,9 @@ void io_view(void);
 void io_nonblocking(void);
 void io_shared(void);
 void io_errors(void);
+void io_datarep(void);
+void io_leftopen(void);
+void io_leftopen_check(void);
 
 static const struct {
     const char *name;
@@ -20,6 +23,8 @@ static const struct {
     { "nonblocking", io_nonblocking },
     { "shared", io_shared },
     { "errors", io_errors },
+    { "datarep", io_datarep },
+    { "leftopen", io_leftopen },   /* last: its files stay open */
 };
 
 int main(int argc, char **argv)
@@ -36,6 +41,7 @@ int main(int argc, char **argv)
             parts[i].run();
     }
     MPI_Finalize();
+    io_leftopen_check();
     printf("rank %d of %d ok\n", rank, size);
     return 0;
 }

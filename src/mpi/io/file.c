@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <threads.h>
 #include <unistd.h>
 
 #include "mpi/comm.h"
@@ -114,6 +115,40 @@ static mode_t create_perm(const struct MPI_ABI_Info *given)
             return (mode_t)n;
     }
     return 0666;   /* less the umask, as open(2) does */
+}
+
+/* The open files, for MPI_Finalize (io_close_left_open). */
+static struct hashi_file *open_files;
+static mtx_t open_files_lock;
+static once_flag open_files_once = ONCE_FLAG_INIT;
+
+static void open_files_init(void)
+{
+    mtx_init(&open_files_lock, mtx_plain);
+}
+
+static void open_files_link(struct hashi_file *f)
+{
+    call_once(&open_files_once, open_files_init);
+    mtx_lock(&open_files_lock);
+    f->prev = NULL;
+    f->next = open_files;
+    if (open_files)
+        open_files->prev = f;
+    open_files = f;
+    mtx_unlock(&open_files_lock);
+}
+
+static void open_files_unlink(struct hashi_file *f)
+{
+    mtx_lock(&open_files_lock);
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        open_files = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    mtx_unlock(&open_files_lock);
 }
 
 static void file_free(struct hashi_file *f)
@@ -237,9 +272,25 @@ int hashi_impl_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Inf
         file_free(f);
         return rc;
     }
+    open_files_link(f);
     *fh = &f->h;
     return MPI_SUCCESS;
 #undef OPEN_ERR
+}
+
+void io_close_left_open(void)
+{
+    if (!open_files)
+        return;
+    while (open_files) {
+        struct hashi_file *f = open_files;
+        open_files = f->next;
+        close(f->fd);
+        io_shared_close(f);
+        if (f->comm->rank == 0 && (f->amode & MPI_MODE_DELETE_ON_CLOSE))
+            unlink(f->path);
+        file_free(f);
+    }
 }
 
 int hashi_impl_File_close(MPI_File *fh)
@@ -265,6 +316,7 @@ int hashi_impl_File_close(MPI_File *fh)
         hashi_comm_barrier(f->comm);
     char path[256];
     snprintf(path, sizeof path, "%s", f->path);
+    open_files_unlink(f);
     file_free(f);
     *fh = MPI_FILE_NULL;
     if (err)

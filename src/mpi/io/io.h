@@ -30,6 +30,18 @@ struct io_split {
     MPI_Status status;
 };
 
+/* A data representation other than native / internal (datarep.c). */
+struct io_datarep {
+    char name[MPI_MAX_DATAREP_STRING];
+    int external32;                 /* the built-in one: Pack_external */
+    int large;                      /* registered by MPI_Register_datarep_c */
+    MPI_Datarep_conversion_function *read, *write;
+    MPI_Datarep_conversion_function_c *read_c, *write_c;
+    MPI_Datarep_extent_function *extent_fn;
+    void *extra_state;
+    struct io_datarep *next;
+};
+
 struct hashi_file {
     struct MPI_ABI_File h;      /* first: handles point here */
     struct MPI_ABI_Comm *comm;  /* private communicator over the group */
@@ -49,7 +61,7 @@ struct hashi_file {
     struct io_run *runs;            /* one filetype instance's runs, coalesced */
     MPI_Count nruns;
     char datarep[MPI_MAX_DATAREP_STRING];
-    int external32;                 /* the data is stored big-endian (view.c) */
+    const struct io_datarep *rep;   /* NULL: native / internal (datarep.c) */
 
     MPI_Offset pos;             /* individual file pointer, in etypes */
 
@@ -59,6 +71,7 @@ struct hashi_file {
     char *shared_path;          /* removed by rank 0 at close */
 
     struct io_split split;
+    struct hashi_file *prev, *next;     /* the open files (file.c) */
 };
 
 /* ---- file.c ---- */
@@ -69,6 +82,10 @@ int io_errno_class(int err);
 /* Allreduce (MAX) of an error class over the file's group: everyone learns
  * whether any member failed. MPI_SUCCESS or the largest class. */
 int io_agree(struct MPI_ABI_Comm *comm, int cls);
+/* MPI_Finalize, after every process stopped communicating: close what the
+ * program left open (companion files and MPI_MODE_DELETE_ON_CLOSE files
+ * removed by rank 0 as at MPI_File_close), without communicating. */
+void io_close_left_open(void);
 
 /* ---- view.c ---- */
 /* The default view: displacement 0, MPI_BYTE etype and filetype, native. */
@@ -84,9 +101,10 @@ MPI_Offset io_view_file_offset(const struct hashi_file *f, MPI_Offset vbyte);
 /* The view bytes that lie before file offset `offset` (at the end of file:
  * what a reader of the view finds there). */
 MPI_Offset io_view_bytes_before(const struct hashi_file *f, MPI_Offset offset);
-/* external32 views keep the native layout: they take only types whose
- * external32 size is their native size (not MPI_LONG, MPI_WCHAR ...). */
-int io_external32_same_size(const struct MPI_ABI_Datatype *t);
+/* Views keep the native layout whatever the representation: they take
+ * only types whose file size is their native size (external32: not
+ * MPI_LONG, MPI_WCHAR ...). MPI_SUCCESS, or the error class with *why set. */
+int io_rep_check_type(const struct io_datarep *rep, const struct MPI_ABI_Datatype *t, const char **why);
 /* The new value of a file pointer now at `current` (etypes) after a seek:
  * 0, an errno (from fstat), or -1 with *why set when the arguments are wrong. */
 int io_seek_target(struct hashi_file *f, MPI_Offset current, MPI_Offset offset, int whence, MPI_Offset *target,
@@ -108,6 +126,23 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
  * asked for a read that reaches the end of file). 0 or an errno. */
 int io_move(struct hashi_file *f, MPI_Offset vbyte, void *buf, MPI_Count count,
             const struct MPI_ABI_Datatype *type, MPI_Offset bytes, int is_write, MPI_Offset *moved);
+
+/* ---- datarep.c ---- */
+extern const struct io_datarep io_datarep_external32;
+/* 1 when `name` is a data representation (*rep: NULL for native /
+ * internal), else 0. */
+int io_datarep_lookup(const char *name, const struct io_datarep **rep);
+/* Bytes of one element of t in the file under rep (NULL: native); -1 when
+ * the extent function failed (*extent_rc: its error). */
+MPI_Count io_datarep_file_size(const struct io_datarep *rep, const struct MPI_ABI_Datatype *t, int *extent_rc);
+/* rep converts in that direction (MPI_CONVERSION_FN_NULL: it does not). */
+int io_datarep_has_conversion(const struct io_datarep *rep, int to_file);
+/* count elements between memory (buf, datatype) and `bytes` packed file
+ * bytes; MPI_SUCCESS or the conversion's error. */
+int io_datarep_to_file(const struct io_datarep *rep, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                       char *filebuf, MPI_Offset bytes);
+int io_datarep_from_file(const struct io_datarep *rep, void *buf, MPI_Count count, MPI_Datatype datatype,
+                         char *filebuf, MPI_Offset bytes);
 
 /* ---- shared.c ---- */
 /* Create (rank 0) and open (everyone) the companion file: collective. */

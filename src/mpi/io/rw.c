@@ -178,30 +178,35 @@ static int ordered_start(struct hashi_file *f, MPI_Offset etypes, MPI_Offset *st
     return (int)base[1];
 }
 
-/* An external32 view: the data converted to or from big-endian through
- * a buffer of the whole access (the layout is the native one, io_move). */
-static int external32_move(struct hashi_file *f, MPI_Offset vbyte, void *buf, MPI_Count count,
-                           MPI_Datatype datatype, MPI_Offset bytes, int is_write, MPI_Offset *moved)
+/* A view in a converting representation: the data converted to or from
+ * the file representation through a buffer of the whole access (the
+ * layout is the native one, io_move). 0, an errno, or -1 with
+ * *conversion_rc set when the conversion failed. */
+static int converted_move(struct hashi_file *f, MPI_Offset vbyte, void *buf, MPI_Count count, MPI_Datatype datatype,
+                          MPI_Offset bytes, int is_write, MPI_Offset *moved, int *conversion_rc)
 {
     *moved = 0;
     if (bytes <= 0)
         return 0;
     struct MPI_ABI_Datatype *t = hashi_type_get(datatype);
-    char *ext = malloc((size_t)bytes);
-    if (!ext)
+    char *filebuf = malloc((size_t)bytes);
+    if (!filebuf)
         return ENOMEM;
-    MPI_Count position = 0;
     int err = 0;
-    if (is_write && hashi_impl_Pack_external_c("external32", buf, count, datatype, ext, bytes, &position) != MPI_SUCCESS)
-        err = EINVAL;
+    if (is_write && (*conversion_rc = io_datarep_to_file(f->rep, buf, count, datatype, filebuf, bytes)) != MPI_SUCCESS)
+        err = -1;
     if (!err)
-        err = io_move(f, vbyte, ext, bytes, hashi_type_get(MPI_BYTE), bytes, is_write, moved);
+        err = io_move(f, vbyte, filebuf, bytes, hashi_type_get(MPI_BYTE), bytes, is_write, moved);
     /* a short read: the whole elements that came */
-    if (!is_write && *moved > 0 &&
-        hashi_impl_Unpack_external_c("external32", ext, *moved, &position, buf, *moved / t->size, datatype) !=
-            MPI_SUCCESS && !err)
-        err = EINVAL;
-    free(ext);
+    MPI_Count elements = *moved / t->size;
+    if (!is_write && elements > 0) {
+        int rc = io_datarep_from_file(f->rep, buf, elements, datatype, filebuf, elements * t->size);
+        if (rc != MPI_SUCCESS && !err) {
+            *conversion_rc = rc;
+            err = -1;
+        }
+    }
+    free(filebuf);
     return err;
 }
 
@@ -231,10 +236,8 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
                               "the file was opened MPI_MODE_SEQUENTIAL: only the shared file pointer can be used");
     if (where == IO_AT && offset < 0)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "offset %lld is negative", (long long)offset);
-    if (f->external32 && !io_external32_same_size(t))
-        return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
-                              "the datatype's external32 size is not its native size (MPI_LONG, MPI_WCHAR ...): "
-                              "not supported in an external32 view");
+    if (f->rep && (rc = io_rep_check_type(f->rep, t, &why)) != MPI_SUCCESS)
+        return hashi_err_file(func, fh, rc, "the datatype in '%s': %s", f->datarep, why);
     if (bytes % f->etype_size)
         return hashi_err_file(func, fh, MPI_ERR_TYPE,
                               "%lld bytes of data are not a whole number of etypes (%lld bytes each)",
@@ -255,8 +258,10 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
         return hashi_err_file(func, fh, io_errno_class(err), "the shared file pointer ('%s'): %s",
                               f->shared_path, strerror(err));
     MPI_Offset moved = 0;
-    if (f->external32)
-        err = external32_move(f, start * f->etype_size, buf, count, datatype, bytes, is_write, &moved);
+    int conversion_rc = MPI_SUCCESS;
+    if (io_datarep_has_conversion(f->rep, is_write))
+        err = converted_move(f, start * f->etype_size, buf, count, datatype, bytes, is_write, &moved,
+                             &conversion_rc);
     else
         err = io_move(f, start * f->etype_size, buf, count, t, bytes, is_write, &moved);
     if (where == IO_INDIVIDUAL)
@@ -265,6 +270,10 @@ int io_access(const char *func, MPI_File fh, enum io_where where, MPI_Offset off
         hashi_status_set_empty(status);
         hashi_status_set_bytes(status, (uint64_t)moved);
     }
+    if (err < 0)
+        return hashi_err_file(func, fh, MPI_ERR_CONVERSION,
+                              "the %s conversion function of data representation '%s' returned error %d (file '%s')",
+                              is_write ? "write" : "read", f->datarep, conversion_rc, f->path);
     if (err)
         return hashi_err_file(func, fh, err == ENOMEM ? MPI_ERR_NO_MEM : io_errno_class(err), "%s '%s': %s",
                               is_write ? "writing" : "reading", f->path, strerror(err));

@@ -108,16 +108,28 @@ static int view_build(struct hashi_file *f, MPI_Offset disp, MPI_Datatype etype,
     return MPI_SUCCESS;
 }
 
-int io_external32_same_size(const struct MPI_ABI_Datatype *t)
+int io_rep_check_type(const struct io_datarep *rep, const struct MPI_ABI_Datatype *t, const char **why)
 {
-    return hashi_type_external32_size(t) == t->size;
+    int extent_rc;
+    MPI_Count bytes = io_datarep_file_size(rep, t, &extent_rc);
+    if (bytes == t->size)
+        return MPI_SUCCESS;
+    if (bytes < 0) {
+        *why = "the data representation's dtype_file_extent_fn failed (or gave a negative extent)";
+        return MPI_ERR_CONVERSION;
+    }
+    *why = rep->external32 ? "the type's external32 size is not its native size (MPI_LONG, MPI_WCHAR ...): "
+                             "not supported in an external32 view"
+                           : "the data representation's file extent of a basic type in it is not the native "
+                             "size: Hashi supports only representations that keep the sizes";
+    return MPI_ERR_UNSUPPORTED_DATAREP;
 }
 
 int io_view_default(struct hashi_file *f)
 {
     const char *why;
     snprintf(f->datarep, sizeof f->datarep, "native");
-    f->external32 = 0;
+    f->rep = NULL;
     return view_build(f, 0, MPI_BYTE, MPI_BYTE, &why);
 }
 
@@ -192,16 +204,15 @@ int hashi_impl_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
         return hashi_err_file(func, fh, rc, "filetype: %s", why ? why : "invalid datatype");
     if (!datarep)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "datarep is NULL");
-    int external32 = strcmp(datarep, "external32") == 0;
-    if (strcmp(datarep, "native") != 0 && strcmp(datarep, "internal") != 0 && !external32)
+    const struct io_datarep *rep;
+    if (!io_datarep_lookup(datarep, &rep))
         return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
-                              "data representation '%s' is not supported (Hashi has \"native\", \"internal\" and "
-                              "\"external32\"; MPI_Register_datarep is not implemented)", datarep);
-    if (external32 && (!io_external32_same_size(hashi_type_get(etype)) ||
-                       !io_external32_same_size(hashi_type_get(filetype))))
-        return hashi_err_file(func, fh, MPI_ERR_UNSUPPORTED_DATAREP,
-                              "external32 views of types whose external32 size is not their native size "
-                              "(MPI_LONG, MPI_WCHAR ...) are not supported");
+                              "data representation '%s' is not defined (Hashi has \"native\", \"internal\", "
+                              "\"external32\" and those registered with MPI_Register_datarep)", datarep);
+    if ((rc = io_rep_check_type(rep, hashi_type_get(etype), &why)) != MPI_SUCCESS)
+        return hashi_err_file(func, fh, rc, "etype in '%s': %s", datarep, why);
+    if ((rc = io_rep_check_type(rep, hashi_type_get(filetype), &why)) != MPI_SUCCESS)
+        return hashi_err_file(func, fh, rc, "filetype in '%s': %s", datarep, why);
     if (info != MPI_INFO_NULL && !hashi_info_get(info))
         return hashi_err_file(func, fh, MPI_ERR_INFO, "info is not a valid info object");
     if (f->split.active)
@@ -228,7 +239,7 @@ int hashi_impl_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, M
         return hashi_err_file(func, fh, all, "%s", local != MPI_SUCCESS ? why : "the view is invalid on another process");
     }
     snprintf(f->datarep, sizeof f->datarep, "%s", datarep);
-    f->external32 = external32;
+    f->rep = rep;
     f->pos = 0;
     int err = f->comm->rank == 0 ? io_shared_set(f, 0) : 0;
     all = io_agree(f->comm, err ? io_errno_class(err) : MPI_SUCCESS);
@@ -263,16 +274,31 @@ static int type_extent(const char *func, MPI_File fh, MPI_Datatype datatype, MPI
 {
     HASHI_CHECK_INITIALIZED(func);
     int rc;
-    if (!io_file_arg(func, fh, &rc))
+    struct hashi_file *f = io_file_arg(func, fh, &rc);
+    if (!f)
         return rc;
     const char *why = NULL;
     if ((rc = hashi_type_check(datatype, 0, &why)) != MPI_SUCCESS)
         return hashi_err_file(func, fh, rc, "%s", why ? why : "invalid datatype");
     if (!extent)
         return hashi_err_file(func, fh, MPI_ERR_ARG, "extent is NULL");
-    /* native and internal store the memory layout unchanged; so do the
-     * external32 views Hashi accepts (same sizes, another byte order) */
-    *extent = hashi_type_extent(hashi_type_get(datatype));
+    const struct MPI_ABI_Datatype *t = hashi_type_get(datatype);
+    /* A basic type: its size in the view's representation. A derived one
+     * is laid out as in memory, which views allow only when the sizes
+     * are the native ones (io_rep_check_type). */
+    if (t->predefined && t->basic_type != MPI_DATATYPE_NULL && t->nelem == 1) {
+        int extent_rc;
+        MPI_Count bytes = io_datarep_file_size(f->rep, t, &extent_rc);
+        if (bytes < 0)
+            return hashi_err_file(func, fh, MPI_ERR_CONVERSION,
+                                  "the dtype_file_extent_fn of data representation '%s' failed (error %d)",
+                                  f->datarep, extent_rc);
+        *extent = bytes;
+        return MPI_SUCCESS;
+    }
+    if ((rc = io_rep_check_type(f->rep, t, &why)) != MPI_SUCCESS)
+        return hashi_err_file(func, fh, rc, "in '%s': %s", f->datarep, why);
+    *extent = hashi_type_extent(t);
     return MPI_SUCCESS;
 }
 
