@@ -133,6 +133,12 @@ int hashi_impl_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         w->lock_type[rank] = lock_type;
         return MPI_SUCCESS;
     }
+    if (w->dev_locks) {
+        if ((rc = rma_dev_lock(w, rank, lock_type)) != MPI_SUCCESS)
+            return hashi_err_win(func, win, rc, "rank %d's lock word does not carry this job's key", rank);
+        w->lock_type[rank] = lock_type;
+        return rma_take_error(w, func);
+    }
     rc = rma_control(w, rank, RMA_LOCK, lock_type);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the lock request to rank %d failed", rank);
@@ -163,10 +169,18 @@ int hashi_impl_Win_unlock(int rank, MPI_Win win)
         w->lock_type[rank] = 0;
         return MPI_SUCCESS;
     }
-    /* Unlock after NOCHECK only completes: no lock is held at the target. */
-    rc = rma_control(w, rank, w->lock_type[rank] < 0 ? RMA_FLUSH : RMA_UNLOCK, 0);
+    /* Unlock after NOCHECK only completes: no lock is held at the target.
+     * A lock word is released once the epoch's operations are complete at
+     * the target: device ones and replies waited for, messages flushed. */
+    int word = w->dev_locks && w->lock_type[rank] > 0;
+    if (!word || w->touched[rank])
+        rc = rma_control(w, rank, w->lock_type[rank] < 0 || word ? RMA_FLUSH : RMA_UNLOCK, 0);
     w->touched[rank] = 0;
     rma_wait_replies(w, rank);
+    if (word && rc == MPI_SUCCESS && (rc = rma_dev_unlock(w, rank, w->lock_type[rank])) != MPI_SUCCESS) {
+        w->lock_type[rank] = 0;
+        return hashi_err_win(func, win, rc, "rank %d's lock word does not carry this job's key", rank);
+    }
     w->lock_type[rank] = 0;
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the unlock request to rank %d failed", rank);
@@ -196,6 +210,13 @@ int hashi_impl_Win_lock_all(int assert, MPI_Win win)
     if (!w->lock_all_nocheck && w->shm_ctl) {
         for (int r = 0; r < w->size; r++)
             rma_shm_lock(w, r, MPI_LOCK_SHARED);
+    } else if (!w->lock_all_nocheck && w->dev_locks) {
+        for (int r = 0; r < w->size; r++)
+            if ((rc = rma_dev_lock(w, r, MPI_LOCK_SHARED)) != MPI_SUCCESS) {
+                while (--r >= 0)
+                    (void)rma_dev_unlock(w, r, MPI_LOCK_SHARED);
+                return hashi_err_win(func, win, rc, "a lock word does not carry this job's key");
+            }
     } else if (!w->lock_all_nocheck) {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++)
             rc = rma_control(w, r, RMA_LOCK, MPI_LOCK_SHARED);
@@ -223,6 +244,14 @@ int hashi_impl_Win_unlock_all(MPI_Win win)
             rma_shm_unlock(w, r);
     } else if (w->lock_all_nocheck) {
         rc = close_targets(w, NULL, RMA_FLUSH);
+    } else if (w->dev_locks) {
+        /* Everything complete at every target before any word is released. */
+        rc = close_targets(w, NULL, RMA_FLUSH);
+        for (int r = 0; r < w->size; r++) {
+            int rel = rma_dev_unlock(w, r, MPI_LOCK_SHARED);
+            if (rc == MPI_SUCCESS)
+                rc = rel;
+        }
     } else {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++) {
             rc = rma_control(w, r, RMA_UNLOCK, 0);
