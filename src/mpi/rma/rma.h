@@ -194,7 +194,7 @@ struct rma_win {
  * at the first completion call (move.c): copies of their data, so the
  * origin buffer is free at once, as with a message. */
 #define RMA_DEV_QUEUE_RUNS 64
-#define RMA_DEV_QUEUE_BYTES (64 * 1024)
+#define RMA_DEV_QUEUE_BYTES (RMA_MSG_MAX - 32 - RMA_DEV_QUEUE_RUNS * 16)   /* what fits one request message */
 struct rma_dev_queue {
     unsigned char *buf;             /* RMA_DEV_QUEUE_BYTES, or NULL until the next run */
     size_t used;
@@ -256,6 +256,22 @@ int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data
  * (a get). A FLUSH, UNLOCK or COMPLETE to the target waits for them first. */
 int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
                    struct MPI_ABI_Request *ureq);
+/* Issue target's queued put runs: pieces of at least dev_min bytes
+ * (adjacent runs merge) as one vector PUSH, the others as one PUT message
+ * of many segments. Every synchronization call does it first (so its
+ * touched[] checks see the message), and every other operation to the
+ * target (so the target sees them in issue order). */
+void rma_dev_queue_issue(struct rma_win *w, int target);
+static inline void rma_dev_queue_issue_all(struct rma_win *w)
+{
+    for (int r = 0; w->dev_queue && r < w->size; r++)
+        rma_dev_queue_issue(w, r);
+}
+/* Whether a put run to a target the device reaches is queued. */
+static inline int rma_dev_queues(const struct rma_win *w, size_t bytes, int has_request)
+{
+    return !has_request && w->dev_queue && bytes < w->dev_min && bytes <= w->dev_vec_max;
+}
 /* Whether a put run of `bytes` to target goes to the device (its range, or
  * the vector queue for runs below it without a request). */
 static inline int rma_device_takes(const struct rma_win *w, int target, size_t bytes, int is_put, int has_request)
@@ -264,7 +280,7 @@ static inline int rma_device_takes(const struct rma_win *w, int target, size_t b
         return 0;
     if (bytes >= w->dev_min && (!w->dev_max || bytes <= w->dev_max))
         return 1;
-    return is_put && !has_request && w->dev_queue && bytes <= w->dev_vec_max;
+    return is_put && rma_dev_queues(w, bytes, has_request);
 }
 int rma_device_get(struct rma_win *w, int target, int64_t disp, void *dst, size_t bytes, rma_reply_fn *done,
                    void *arg);

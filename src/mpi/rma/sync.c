@@ -66,6 +66,7 @@ int hashi_impl_Win_fence(int assert, MPI_Win win)
     if (w->lock_all || w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "a %s epoch is open on the window",
                              w->lock_all ? "lock_all" : "start / complete");
+    rma_dev_queue_issue_all(w);   /* its message parts count as touched */
     /* NOPRECEDE: no operation of ours to complete (the program says so).
      * A node-local window's operations are complete: its loads and stores
      * need only be ordered around the barrier. */
@@ -169,6 +170,7 @@ int hashi_impl_Win_unlock(int rank, MPI_Win win)
         w->lock_type[rank] = 0;
         return MPI_SUCCESS;
     }
+    rma_dev_queue_issue(w, rank);
     /* Unlock after NOCHECK only completes: no lock is held at the target.
      * A lock word is released once the epoch's operations are complete at
      * the target: device ones and replies waited for, messages flushed. */
@@ -238,6 +240,7 @@ int hashi_impl_Win_unlock_all(MPI_Win win)
         return rc;
     if (!w->lock_all)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "the window is not locked by MPI_Win_lock_all");
+    rma_dev_queue_issue_all(w);
     if (w->shm_ctl) {
         atomic_thread_fence(memory_order_seq_cst);
         for (int r = 0; r < w->size && !w->lock_all_nocheck; r++)
@@ -287,6 +290,7 @@ int hashi_impl_Win_flush(int rank, MPI_Win win)
         return rc;
     if (w->shm_ctl)
         atomic_thread_fence(memory_order_seq_cst);   /* the operations are complete */
+    rma_dev_queue_issue(w, rank);
     if (w->touched[rank]) {
         rc = rma_control(w, rank, RMA_FLUSH, 0);
         w->touched[rank] = 0;
@@ -314,6 +318,7 @@ int hashi_impl_Win_flush_all(MPI_Win win)
     }
     if (w->shm_ctl)
         atomic_thread_fence(memory_order_seq_cst);
+    rma_dev_queue_issue_all(w);
     rc = close_targets(w, NULL, RMA_FLUSH);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the flush requests failed");
@@ -472,6 +477,7 @@ int hashi_impl_Win_complete(MPI_Win win)
         return rc;
     if (!w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "no access epoch is open (MPI_Win_start first)");
+    rma_dev_queue_issue_all(w);
     if (w->shm_ctl) {
         atomic_thread_fence(memory_order_seq_cst);
         rma_shm_complete(w);
