@@ -14,6 +14,8 @@
  *                    keeps the messages (counter 0 on it), a window over
  *                    a node's ranks takes the words (counted exactly)
  *   rma_lock any     other devices: the checks, no counter
+ *   rma_lock vec     as llcm, with HASHI_RMA_DEVICE_VEC_MAX=4k: first
+ *                    adjacent and scattered small puts through the queue
  *
  * Checks: an exclusive-lock counter (get, flush, +1, put per increment)
  * exact under every rank; shared locks held by every rank at once (a
@@ -263,6 +265,51 @@ static void no_target_progress(MPI_Comm comm)
     free(buf);
 }
 
+/* The queue of small puts (rma_lock vec, HASHI_RMA_DEVICE_VEC_MAX=4k):
+ * 64 adjacent 1 KiB puts merge into pieces of 8 KiB or more, which go as
+ * vector PUSHes (dimmnet_rma_pushv grows), and 64 scattered 8-byte puts go
+ * as one message of many segments; bytes checked by the target. */
+static void queued_puts(MPI_Comm comm)
+{
+    enum { RUN = 1024, N = 64 };
+    int crank, csize;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    unsigned char *mem = calloc(2 * N * RUN, 1), *src = malloc(N * RUN);
+    CHECK(mem && src, "out of memory");
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_create(mem, 2 * N * RUN, 1, MPI_INFO_NULL, comm, &win));
+    int right = (crank + 1) % csize, left = (crank + csize - 1) % csize;
+    for (int i = 0; i < N * RUN; i++)
+        src[i] = (unsigned char)(i * 7 + crank);
+    int index, count;
+    MPI_T_pvar_handle pushv = MPI_T_PVAR_HANDLE_NULL;
+    unsigned long long before = 0, after = 0;
+    CHECK(MPI_T_pvar_get_index("dimmnet_rma_pushv", MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS,
+          "no pvar dimmnet_rma_pushv");
+    CHECK(MPI_T_pvar_handle_alloc(session, index, NULL, &pushv, &count) == MPI_SUCCESS, "pvar_handle_alloc failed");
+    CHECK(MPI_T_pvar_read(session, pushv, &before) == MPI_SUCCESS, "pvar_read failed");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win));
+    for (int i = 0; i < N; i++)   /* adjacent: they merge */
+        CHECK_MPI(MPI_Put(src + i * RUN, RUN, MPI_BYTE, right, i * RUN, RUN, MPI_BYTE, win));
+    for (int i = 0; i < N; i++)   /* scattered 8-byte runs in the upper half */
+        CHECK_MPI(MPI_Put(src + i * 8, 8, MPI_BYTE, right, N * RUN + i * RUN, 8, MPI_BYTE, win));
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    CHECK(MPI_T_pvar_read(session, pushv, &after) == MPI_SUCCESS, "pvar_read failed");
+    CHECK(after > before, "no vector PUSH for 64 adjacent 1 KiB puts");
+    CHECK(MPI_T_pvar_handle_free(session, &pushv) == MPI_SUCCESS, "pvar_handle_free failed");
+    CHECK_MPI(MPI_Barrier(comm));
+    for (int i = 0; i < N * RUN; i++)
+        CHECK(mem[i] == (unsigned char)(i * 7 + left), "adjacent puts: byte %d is %d", i, mem[i]);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < RUN; j++)
+            CHECK(mem[N * RUN + i * RUN + j] == (j < 8 ? (unsigned char)((i * 8 + j) * 7 + left) : 0),
+                  "scattered puts: byte %d of run %d is %d", j, i, mem[N * RUN + i * RUN + j]);
+    CHECK_MPI(MPI_Win_free(&win));
+    free(mem);
+    free(src);
+}
+
 static void all_checks(MPI_Comm comm)
 {
     exclusive_counter(comm);
@@ -286,6 +333,10 @@ int main(int argc, char **argv)
         CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "pvar_session_create failed");
         CHECK(MPI_T_pvar_handle_alloc(session, index, NULL, &locks_handle, &count) == MPI_SUCCESS,
               "pvar_handle_alloc failed");
+    }
+    if (!strcmp(mode, "vec")) {
+        queued_puts(MPI_COMM_WORLD);
+        mode = "llcm";   /* and every other check, with the queue on */
     }
     all_checks(MPI_COMM_WORLD);
     MPI_Comm node;
