@@ -386,6 +386,13 @@ struct hashi_device_part_ops {
 #define HASHI_DEVICE_RMA_KEY_MAX 32
 typedef void hashi_device_rma_done_fn(void *arg, int error);
 struct hashi_device_win;   /* the device's registration of one window's memory */
+/* One run of a vector put: len bytes at src to offset in the target's window. */
+struct hashi_device_rma_piece {
+    const void *src;
+    size_t len;
+    uint64_t offset;
+};
+#define HASHI_DEVICE_RMA_PUTV_MAX 1024
 struct hashi_device_rma_ops {
     /* Register size (> 0) bytes at base; *key (at most
      * HASHI_DEVICE_RMA_KEY_MAX bytes) is what peers pass to put / get.
@@ -399,6 +406,36 @@ struct hashi_device_rma_ops {
                hashi_device_rma_done_fn *done, void *arg);
     int (*get)(int target_world, const void *key, uint64_t offset, void *dst, size_t len,
                hashi_device_rma_done_fn *done, void *arg);
+    /*
+     * Optional (NULL: the layer puts each run by itself): a vector PUSH,
+     * n runs (1 .. HASHI_DEVICE_RMA_PUTV_MAX) to target's window in one
+     * transfer (dimmnet on emu: one process_vm_writev), complete like a put
+     * (done once for all). HASHI_DEVICE_P2P_DECLINE: not as one transfer to
+     * that target now (then put each); otherwise as put.
+     */
+    int (*putv)(int target_world, const void *key, const struct hashi_device_rma_piece *pieces, int n,
+                hashi_device_rma_done_fn *done, void *arg);
+    /*
+     * Optional (NULL: MPI_Win_lock is LOCK / UNLOCK messages): a
+     * reader-writer lock word per window in each member's device memory,
+     * taken and released by remote atomics with no code at the target
+     * (docs/rma.md, "LLCM locks"). lock_alloc: this member's word for a new
+     * window (*ref is what origins pass), HASHI_DEVICE_P2P_DECLINE when
+     * there is no room; the window uses the words only if every member got
+     * one and reaches() every member (the layer decides, all alike);
+     * lock_free after MPI_Win_free's barrier. lock_try: one attempt on
+     * target's word (*taken 1, or 0: held by others). lock_waiters: adds
+     * +1 / -1 to the word's count of origins waiting for it (before the
+     * attempt that precedes a sleep, so the release that frees it sees
+     * them). lock_release: drops the hold (*waiting: origins wait, the
+     * caller wakes the window's members). Each returns MPI_SUCCESS, or an
+     * error class when the word does not carry this job's key.
+     */
+    int (*lock_alloc)(uint64_t *ref);
+    void (*lock_free)(uint64_t ref);
+    int (*lock_try)(int target_world, uint64_t ref, int exclusive, int *taken);
+    int (*lock_waiters)(int target_world, uint64_t ref, int delta);
+    int (*lock_release)(int target_world, uint64_t ref, int exclusive, int *waiting);
 };
 
 struct hashi_device_ops {

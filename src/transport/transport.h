@@ -109,6 +109,14 @@ struct hashi_tl_signal {
     unsigned size;             /* 1, 2, 4 or 8 */
 };
 
+/* One piece of a vector PUSH (putv). */
+struct hashi_tl_piece {
+    const void *src;
+    size_t len;
+    uint64_t offset;           /* into the peer's registered region */
+};
+#define HASHI_TL_PUTV_MAX 1024   /* the kernel's IOV_MAX */
+
 struct hashi_tl_ops {
     const char *name;
     enum hashi_tl_id id;
@@ -238,6 +246,19 @@ struct hashi_tl_ops {
      * done(arg, status) once they are there. */
     int (*get)(int peer, void *dst, size_t len, const struct hashi_tl_mem *dst_mem,
                const struct hashi_tl_rkey *rkey, uint64_t offset, hashi_tl_done_fn done, void *arg);
+
+    /*
+     * Vector PUSH: n pieces (1 .. HASHI_TL_PUTV_MAX), each len bytes at src
+     * to peer's registered region rkey at offset, in one transfer (emu: one
+     * process_vm_writev with an iovec per piece, no code at the target);
+     * the sources stay untouched until done(arg, status) runs once for
+     * all, from a later progress. -EINVAL: a piece out of range (nothing
+     * written); -ENOTSUP: not as one transfer to this peer now (emu without
+     * CMA: the caller puts the pieces one by one). NULL where there is none
+     * (fabric).
+     */
+    int (*putv)(int peer, const struct hashi_tl_piece *pieces, int n, const struct hashi_tl_rkey *rkey,
+                hashi_tl_done_fn done, void *arg);
 
     /* Registration of local memory for peers' put / get (see the
      * hashi_transport_mem_* wrappers). rkey_pack writes the key a given peer

@@ -185,6 +185,10 @@ struct dn_stats {
     /* one-sided: contiguous MPI_Put / MPI_Get runs PUSHed / PULLed straight
      * into / out of a peer's registered window (dimmnet_rma.c) */
     uint64_t rma_puts, rma_gets;
+    uint64_t rma_pushv;   /* of rma_puts' runs: vector PUSHes that carried them (one system call each) */
+    /* window locks taken on LLCM words (as origin; dimmnet_rma.c), and of
+     * those the ones that had to wait for another holder */
+    uint64_t rma_locks, rma_lock_waits;
 };
 
 /* Shared between the device's files. */
@@ -192,6 +196,12 @@ extern struct dn_stats hashi_dn_stats;
 int hashi_dn_progress(void);
 /* The RMA entries (dimmnet_rma.c). */
 extern const struct hashi_device_rma_ops hashi_dn_rma_ops;
+/* Words of the partitioned requests' LLCM region for the RMA entries'
+ * lock words (dimmnet_device.c): the offset of n cleared words, 0 when the
+ * region is full; and the job's process-group id (the words' key). */
+uint64_t hashi_dn_llcm_words_alloc(int n);
+void hashi_dn_llcm_words_free(uint64_t offset, int n);
+uint32_t hashi_dn_pgid(void);
 
 /* LLCM collectives (dimmnet_coll.c). hashi_dn_coll_ops fills the device's
  * table from the parameters (at init); hashi_dn_coll_init lays the

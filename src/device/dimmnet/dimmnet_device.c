@@ -1399,6 +1399,25 @@ static void part_words_free(int w, int n)
         memset(&dn.part_used[w], 0, (size_t)n);
 }
 
+/* The region's words lent to the device's other files (dimmnet_rma.c's
+ * window lock words): the LLCM offset of n cleared words, or 0 when full. */
+uint64_t hashi_dn_llcm_words_alloc(int n)
+{
+    int w = part_words_alloc(n, 1);
+    return w < 0 ? 0 : part_off(w);
+}
+
+void hashi_dn_llcm_words_free(uint64_t offset, int n)
+{
+    if (offset >= dn.part_base)
+        part_words_free((int)((offset - dn.part_base) / 8), n);
+}
+
+uint32_t hashi_dn_pgid(void)
+{
+    return dn.pgid;
+}
+
 /* An AOTF that must land (emu never refuses; fabric's queue drains). */
 static void part_aotf(int peer, uint64_t offset, uint64_t value)
 {
@@ -1794,6 +1813,9 @@ static const struct dn_counter dn_counters[] = {
                "sparse exchanges (v and w forms, neighbourhood collectives) on LLCM slots or reads"),
     DN_COUNTER("rma_puts", rma_puts, "contiguous MPI_Put runs PUSHed straight into a peer's registered window"),
     DN_COUNTER("rma_gets", rma_gets, "contiguous MPI_Get runs PULLed straight from a peer's registered window"),
+    DN_COUNTER("rma_pushv", rma_pushv, "vector PUSHes, each carrying several of rma_puts' runs in one transfer"),
+    DN_COUNTER("rma_locks", rma_locks, "MPI_Win_lock / lock_all locks taken on a target's LLCM lock word (no message)"),
+    DN_COUNTER("rma_lock_waits", rma_lock_waits, "of rma_locks: those that waited for another holder"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER

@@ -270,6 +270,11 @@ int rma_device_setup(struct rma_win *w)
     }
     w->dev_min = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MIN);
     w->dev_max = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_MAX);
+    w->dev_vec_max = (size_t)hashi_param_int(HASHI_P_RMA_DEVICE_VEC_MAX);
+    if (w->dev_vec_max > RMA_DEV_QUEUE_BYTES)
+        w->dev_vec_max = RMA_DEV_QUEUE_BYTES;
+    if (hashi_device->rma.putv && w->dev_vec_max)
+        w->dev_queue = calloc(n, sizeof *w->dev_queue);   /* none: every run by itself */
     for (int r = 0; r < w->size; r++) {
         w->dev_reach[r] = w->peers[r].size > 0 && hashi_device->rma.reaches(hashi_comm_to_world(w->comm, r));
         w->dev_targets[r] = (struct rma_dev_target){ w, r };
@@ -283,6 +288,13 @@ void rma_device_detach(struct rma_win *w)
     if (w->dev_win)
         hashi_device->rma.win_detach(w->dev_win);
     w->dev_win = NULL;
+    for (int r = 0; w->dev_queue && r < w->size; r++)
+        if (w->dev_queue[r]) {
+            free(w->dev_queue[r]->buf);   /* empty: MPI_Win_free waited for every put */
+            free(w->dev_queue[r]);
+        }
+    free(w->dev_queue);
+    w->dev_queue = NULL;
     free(w->dev_reach);
     free(w->dev_pending);
     free(w->dev_targets);
@@ -336,9 +348,153 @@ static void device_op_done(void *arg, int status)
     free(d);
 }
 
+/* ---- the vector queue: small put runs, one PUSH per target and flush ---- */
+
+/* A vector PUSH in flight (or its runs put one by one when the device
+ * declined the vector): its copies stay until the last completion. */
+struct dev_batch {
+    struct rma_win *w;
+    int target;
+    int runs_per_done;              /* n for a vector, 1 when put one by one */
+    int left;                       /* completions to come */
+    unsigned char *buf;
+};
+
+static void dev_batch_done(void *arg, int status)
+{
+    struct dev_batch *b = arg;
+    int error = device_error(status);
+    for (int i = 0; i < b->runs_per_done; i++)
+        device_done_count(b->w, b->target, error);
+    if (--b->left == 0) {
+        free(b->buf);
+        free(b);
+    }
+}
+
+/* The device's share of a queue: pieces of at least dev_min bytes (merged
+ * adjacent runs), as one vector PUSH, or each by itself where the device
+ * declines the vector. Their copies (buf) stay until the last completion. */
+static void dev_queue_push(struct rma_win *w, int target, struct hashi_device_rma_piece *piece, int n,
+                           unsigned char *buf)
+{
+    int world = hashi_comm_to_world(w->comm, target), rc = MPI_ERR_NO_MEM;
+    struct dev_batch *b = malloc(sizeof *b);
+    if (b) {
+        *b = (struct dev_batch){ w, target, n, 1, buf };
+        rc = hashi_device->rma.putv(world, w->peers[target].dev_key, piece, n, dev_batch_done, b);
+        if (rc == HASHI_DEVICE_P2P_DECLINE) {
+            /* Not as one transfer now (no CMA): each piece by itself. */
+            b->runs_per_done = 1;
+            b->left = n;
+            rc = MPI_SUCCESS;
+            for (int i = 0; i < n; i++) {
+                int r = hashi_device->rma.put(world, w->peers[target].dev_key, piece[i].offset, piece[i].src,
+                                              piece[i].len, dev_batch_done, b);
+                if (r != MPI_SUCCESS)
+                    dev_batch_done(b, r == MPI_ERR_RMA_RANGE ? -EINVAL : -EIO);
+            }
+        } else if (rc != MPI_SUCCESS) {
+            free(b);
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        /* Nothing moved: the pieces fail (raised by the next synchronization). */
+        for (int i = 0; i < n; i++)
+            device_done_count(w, target, rc);
+        free(buf);
+    }
+}
+
+_Static_assert(sizeof(struct rma_hdr) == 32 && sizeof(struct rma_seg) == 16, "RMA_DEV_QUEUE_BYTES's sizes");
+
+/* The rest of a queue: one PUT request message carrying every small piece
+ * as a segment (the target applies them in order), acknowledged like any
+ * message by the next FLUSH / UNLOCK / COMPLETE. */
+static void dev_queue_message(struct rma_win *w, int target, const struct hashi_device_rma_piece *piece, int n,
+                              size_t bytes)
+{
+    size_t len = sizeof(struct rma_hdr) + (size_t)n * sizeof(struct rma_seg) + bytes;
+    unsigned char *msg = malloc(len);
+    int rc = msg ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (msg) {
+        struct rma_hdr *h = (void *)msg;
+        struct rma_seg *seg = (void *)(h + 1);
+        unsigned char *data = (unsigned char *)(seg + n);
+        *h = (struct rma_hdr){ .kind = RMA_PUT, .basic = (int32_t)(intptr_t)MPI_BYTE, .nseg = (uint32_t)n,
+                               .data_bytes = bytes };
+        for (int i = 0; i < n; i++) {
+            seg[i] = (struct rma_seg){ (int64_t)piece[i].offset, (int64_t)piece[i].len };
+            memcpy(data, piece[i].src, piece[i].len);
+            data += piece[i].len;
+        }
+        rc = rma_send_request(w, target, msg, len);
+    }
+    /* Queued pieces counted as device operations: these are messages now. */
+    for (int i = 0; i < n; i++)
+        device_done_count(w, target, rc);
+}
+
+void rma_dev_queue_issue(struct rma_win *w, int target)
+{
+    struct rma_dev_queue *q = w->dev_queue ? w->dev_queue[target] : NULL;
+    if (!q || q->n == 0)
+        return;
+    /* Large pieces first to the front of the array, small ones after. */
+    int big = 0;
+    size_t small_bytes = 0;
+    for (int i = 0; i < q->n; i++) {
+        if (q->piece[i].len >= w->dev_min) {
+            struct hashi_device_rma_piece t = q->piece[big];
+            q->piece[big++] = q->piece[i];
+            q->piece[i] = t;
+        }
+    }
+    for (int i = big; i < q->n; i++)
+        small_bytes += q->piece[i].len;
+    if (big < q->n)
+        dev_queue_message(w, target, q->piece + big, q->n - big, small_bytes);
+    if (big)
+        dev_queue_push(w, target, q->piece, big, q->buf);   /* it owns the copies now */
+    else
+        free(q->buf);
+    q->buf = NULL;
+    q->used = 0;
+    q->n = 0;
+}
+
+static int dev_queue_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes)
+{
+    struct rma_dev_queue *q = w->dev_queue[target];
+    if (!q && !(q = w->dev_queue[target] = calloc(1, sizeof *q)))
+        return MPI_ERR_NO_MEM;
+    if (q->n == RMA_DEV_QUEUE_RUNS || q->used + bytes > RMA_DEV_QUEUE_BYTES)
+        rma_dev_queue_issue(w, target);
+    if (!q->buf && !(q->buf = malloc(RMA_DEV_QUEUE_BYTES)))
+        return MPI_ERR_NO_MEM;
+    memcpy(q->buf + q->used, data, bytes);
+    struct hashi_device_rma_piece *last = q->n ? &q->piece[q->n - 1] : NULL;
+    q->used += bytes;
+    if (last && last->offset + last->len == (uint64_t)disp) {
+        last->len += bytes;   /* continues the last run at the target (and here): one iovec, counted once */
+        return MPI_SUCCESS;
+    }
+    q->piece[q->n++] = (struct hashi_device_rma_piece){ q->buf + q->used - bytes, bytes, (uint64_t)disp };
+    /* Counted per piece: its completion is one device completion. */
+    w->pending[target]++;
+    w->dev_pending[target]++;
+    return MPI_SUCCESS;
+}
+
 int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
                    struct MPI_ABI_Request *ureq)
 {
+    if (rma_dev_queues(w, bytes, ureq != NULL)) {
+        int rc = dev_queue_put(w, target, disp, data, bytes);
+        if (rc == MPI_SUCCESS && owned)
+            free((void *)(uintptr_t)data);   /* copied into the queue */
+        return rc;
+    }
     hashi_device_rma_done_fn *done = device_put_plain_done;
     void *arg = &w->dev_targets[target];
     struct device_op *d = NULL;
@@ -387,6 +543,7 @@ static int device_in(void *arg)
 
 static void wait_device(struct rma_win *w, int target)
 {
+    rma_dev_queue_issue(w, target);
     if (w->dev_pending && w->dev_pending[target])
         hashi_progress_wait_until(device_in, &w->dev_targets[target]);
 }
@@ -409,6 +566,8 @@ static int replies_in(void *arg)
 
 void rma_wait_replies(struct rma_win *w, int target)
 {
+    for (int r = target < 0 ? 0 : target; w->dev_queue && r < (target < 0 ? w->size : target + 1); r++)
+        rma_dev_queue_issue(w, r);
     struct wait_arg a = { w, target };
     if (!replies_in(&a))
         hashi_progress_wait_until(replies_in, &a);

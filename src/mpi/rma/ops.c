@@ -426,11 +426,13 @@ static int rma_op(const struct op_args *a)
     int direct = a->kind == RMA_PUT && !x.segs.failed && x.segs.n == 1 && tbytes >= RMA_DIRECT_MIN;
     /* One run to a target the device reaches: the device moves it, with no
      * message and no target code (move.c, "device path"). */
-    int device = (a->kind == RMA_PUT || a->kind == RMA_GET) && !x.segs.failed && x.segs.n == 1 && w->dev_reach &&
-                 w->dev_reach[a->target] && (size_t)tbytes >= w->dev_min &&
-                 (!w->dev_max || (size_t)tbytes <= w->dev_max);
+    int device = (a->kind == RMA_PUT || a->kind == RMA_GET) && !x.segs.failed && x.segs.n == 1 &&
+                 rma_device_takes(w, a->target, (size_t)tbytes, a->kind == RMA_PUT, a->request != NULL);
     if (device)
         direct = 0;
+    /* Put runs queued for the target go out before anything else to it. */
+    if (w->dev_queue && !(device && a->kind == RMA_PUT && rma_dev_queues(w, (size_t)tbytes, a->request != NULL)))
+        rma_dev_queue_issue(w, a->target);
     struct MPI_ABI_Request *ureq = NULL;
     if (!x.segs.failed && a->request)
         ureq = new_request(!receives && !direct && !device);

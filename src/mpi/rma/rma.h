@@ -92,6 +92,8 @@ struct rma_peer {
     int64_t disp_unit;
     int64_t dev_ok;          /* its device attach succeeded (the key is valid) */
     int64_t shm_want;        /* it asks for a node-local window (all must: shm.c) */
+    int64_t lock_ok;         /* it has a device lock word and the device reaches every member (devlock.c) */
+    uint64_t lock_ref;       /* that word, as hashi_device->rma's lock entries name it */
     unsigned char dev_key[HASHI_DEVICE_RMA_KEY_MAX];   /* hashi_device->rma's key to its memory */
 };
 
@@ -172,6 +174,13 @@ struct rma_win {
     int *dev_pending;               /* per target: device operations not complete (also in pending) */
     struct rma_dev_target *dev_targets; /* per target: the completion argument of a plain device put */
     size_t dev_min, dev_max;        /* runs the device takes (HASHI_RMA_DEVICE_MIN, _MAX; max 0: any) */
+    size_t dev_vec_max;             /* smaller put runs up to this are queued for a vector PUSH (0: none) */
+    struct rma_dev_queue **dev_queue; /* per target: queued put runs, or NULL; the array NULL: no putv */
+
+    /* ---- device lock words (devlock.c; docs/rma.md, "LLCM locks") ---- */
+    int dev_locks;                  /* every member has one: locks are remote atomics, no messages */
+    int dev_lock_owned;             /* this member's word is allocated (freed with the window) */
+    uint64_t dev_lock_ref;
 
     /* ---- node-local windows (shm.c; docs/rma.md, "Node-local windows") ---- */
     int shm_all;                    /* every member asked for it: ops are loads and stores */
@@ -179,6 +188,18 @@ struct rma_win {
     _Atomic uint32_t *shm_posts;    /* [origin * size + target]: target's MPI_Win_post notices to origin */
     uint32_t *shm_posts_seen;       /* per target: its notices our MPI_Win_start consumed */
     uint32_t shm_completes_seen;    /* MPI_Win_complete notices our MPI_Win_wait consumed */
+};
+
+/* Put runs queued for one target, issued as one vector PUSH when full or
+ * at the first completion call (move.c): copies of their data, so the
+ * origin buffer is free at once, as with a message. */
+#define RMA_DEV_QUEUE_RUNS 64
+#define RMA_DEV_QUEUE_BYTES (RMA_MSG_MAX - 32 - RMA_DEV_QUEUE_RUNS * 16)   /* what fits one request message */
+struct rma_dev_queue {
+    unsigned char *buf;             /* RMA_DEV_QUEUE_BYTES, or NULL until the next run */
+    size_t used;
+    int n;
+    struct hashi_device_rma_piece piece[RMA_DEV_QUEUE_RUNS];
 };
 
 struct rma_dev_target {
@@ -235,6 +256,32 @@ int rma_put_direct(struct rma_win *w, int target, int64_t disp, const void *data
  * (a get). A FLUSH, UNLOCK or COMPLETE to the target waits for them first. */
 int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
                    struct MPI_ABI_Request *ureq);
+/* Issue target's queued put runs: pieces of at least dev_min bytes
+ * (adjacent runs merge) as one vector PUSH, the others as one PUT message
+ * of many segments. Every synchronization call does it first (so its
+ * touched[] checks see the message), and every other operation to the
+ * target (so the target sees them in issue order). */
+void rma_dev_queue_issue(struct rma_win *w, int target);
+static inline void rma_dev_queue_issue_all(struct rma_win *w)
+{
+    for (int r = 0; w->dev_queue && r < w->size; r++)
+        rma_dev_queue_issue(w, r);
+}
+/* Whether a put run to a target the device reaches is queued. */
+static inline int rma_dev_queues(const struct rma_win *w, size_t bytes, int has_request)
+{
+    return !has_request && w->dev_queue && bytes < w->dev_min && bytes <= w->dev_vec_max;
+}
+/* Whether a put run of `bytes` to target goes to the device (its range, or
+ * the vector queue for runs below it without a request). */
+static inline int rma_device_takes(const struct rma_win *w, int target, size_t bytes, int is_put, int has_request)
+{
+    if (!w->dev_reach || !w->dev_reach[target])
+        return 0;
+    if (bytes >= w->dev_min && (!w->dev_max || bytes <= w->dev_max))
+        return 1;
+    return is_put && rma_dev_queues(w, bytes, has_request);
+}
 int rma_device_get(struct rma_win *w, int target, int64_t disp, void *dst, size_t bytes, rma_reply_fn *done,
                    void *arg);
 /* Window creation and free: register this member's memory with the device
@@ -245,6 +292,19 @@ int rma_device_setup(struct rma_win *w);
 void rma_device_detach(struct rma_win *w);
 /* Drive progress until no reply from target (-1: any) is outstanding. */
 void rma_wait_replies(struct rma_win *w, int target);
+
+/* ---- devlock.c: passive-target locks on the device's lock words ---- */
+/* Before the creation allgather: this member's word (mine->lock_ok,
+ * lock_ref) unless the window cannot use them; after it: w->dev_locks when
+ * every member has one (else the word is freed); at free, after the
+ * barrier: the word goes. */
+void rma_dev_lock_attach(struct rma_win *w, int flavor, struct MPI_ABI_Comm *c, int shm_want, struct rma_peer *mine);
+void rma_dev_lock_setup(struct rma_win *w);
+void rma_dev_lock_detach(struct rma_win *w);
+/* Take target's word (waiting through the progress loop) / release it and
+ * wake the waiters; MPI_SUCCESS or an error class (the word is not ours). */
+int rma_dev_lock(struct rma_win *w, int target, int lock_type);
+int rma_dev_unlock(struct rma_win *w, int target, int lock_type);
 
 /* ---- sync.c ---- */
 /* Whether an operation on target may be issued now. */
@@ -310,6 +370,9 @@ void rma_shm_start(struct rma_win *w);
 void rma_shm_complete(struct rma_win *w);
 /* MPI_Win_wait / test: the group's completes are in (consumes them when so). */
 int rma_shm_completed(struct rma_win *w, int consume);
+/* Wake every other member that may sleep in a wait on the window (a
+ * system call only for those that announced sleep: runtime/wake.h). */
+void rma_wake_others(struct rma_win *w);
 
 /* ---- target.c: applying elements, shared with shm.c ---- */
 /* n elements of basic type t at `at` -> the packed stream. */

@@ -150,8 +150,13 @@ void rma_shm_unlock(struct rma_win *w, int target)
     else
         atomic_fetch_sub_explicit(&c->lock, 1, memory_order_seq_cst);
     if (atomic_load(&c->lock_waiters))
-        for (int r = 0; r < w->size; r++)
-            wake_member(w, r);
+        rma_wake_others(w);
+}
+
+void rma_wake_others(struct rma_win *w)
+{
+    for (int r = 0; r < w->size; r++)
+        wake_member(w, r);
 }
 
 /* ---- PSCW ---- */

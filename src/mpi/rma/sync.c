@@ -66,6 +66,7 @@ int hashi_impl_Win_fence(int assert, MPI_Win win)
     if (w->lock_all || w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "a %s epoch is open on the window",
                              w->lock_all ? "lock_all" : "start / complete");
+    rma_dev_queue_issue_all(w);   /* its message parts count as touched */
     /* NOPRECEDE: no operation of ours to complete (the program says so).
      * A node-local window's operations are complete: its loads and stores
      * need only be ordered around the barrier. */
@@ -133,6 +134,12 @@ int hashi_impl_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         w->lock_type[rank] = lock_type;
         return MPI_SUCCESS;
     }
+    if (w->dev_locks) {
+        if ((rc = rma_dev_lock(w, rank, lock_type)) != MPI_SUCCESS)
+            return hashi_err_win(func, win, rc, "rank %d's lock word does not carry this job's key", rank);
+        w->lock_type[rank] = lock_type;
+        return rma_take_error(w, func);
+    }
     rc = rma_control(w, rank, RMA_LOCK, lock_type);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the lock request to rank %d failed", rank);
@@ -163,10 +170,19 @@ int hashi_impl_Win_unlock(int rank, MPI_Win win)
         w->lock_type[rank] = 0;
         return MPI_SUCCESS;
     }
-    /* Unlock after NOCHECK only completes: no lock is held at the target. */
-    rc = rma_control(w, rank, w->lock_type[rank] < 0 ? RMA_FLUSH : RMA_UNLOCK, 0);
+    rma_dev_queue_issue(w, rank);
+    /* Unlock after NOCHECK only completes: no lock is held at the target.
+     * A lock word is released once the epoch's operations are complete at
+     * the target: device ones and replies waited for, messages flushed. */
+    int word = w->dev_locks && w->lock_type[rank] > 0;
+    if (!word || w->touched[rank])
+        rc = rma_control(w, rank, w->lock_type[rank] < 0 || word ? RMA_FLUSH : RMA_UNLOCK, 0);
     w->touched[rank] = 0;
     rma_wait_replies(w, rank);
+    if (word && rc == MPI_SUCCESS && (rc = rma_dev_unlock(w, rank, w->lock_type[rank])) != MPI_SUCCESS) {
+        w->lock_type[rank] = 0;
+        return hashi_err_win(func, win, rc, "rank %d's lock word does not carry this job's key", rank);
+    }
     w->lock_type[rank] = 0;
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the unlock request to rank %d failed", rank);
@@ -196,6 +212,13 @@ int hashi_impl_Win_lock_all(int assert, MPI_Win win)
     if (!w->lock_all_nocheck && w->shm_ctl) {
         for (int r = 0; r < w->size; r++)
             rma_shm_lock(w, r, MPI_LOCK_SHARED);
+    } else if (!w->lock_all_nocheck && w->dev_locks) {
+        for (int r = 0; r < w->size; r++)
+            if ((rc = rma_dev_lock(w, r, MPI_LOCK_SHARED)) != MPI_SUCCESS) {
+                while (--r >= 0)
+                    (void)rma_dev_unlock(w, r, MPI_LOCK_SHARED);
+                return hashi_err_win(func, win, rc, "a lock word does not carry this job's key");
+            }
     } else if (!w->lock_all_nocheck) {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++)
             rc = rma_control(w, r, RMA_LOCK, MPI_LOCK_SHARED);
@@ -217,12 +240,21 @@ int hashi_impl_Win_unlock_all(MPI_Win win)
         return rc;
     if (!w->lock_all)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "the window is not locked by MPI_Win_lock_all");
+    rma_dev_queue_issue_all(w);
     if (w->shm_ctl) {
         atomic_thread_fence(memory_order_seq_cst);
         for (int r = 0; r < w->size && !w->lock_all_nocheck; r++)
             rma_shm_unlock(w, r);
     } else if (w->lock_all_nocheck) {
         rc = close_targets(w, NULL, RMA_FLUSH);
+    } else if (w->dev_locks) {
+        /* Everything complete at every target before any word is released. */
+        rc = close_targets(w, NULL, RMA_FLUSH);
+        for (int r = 0; r < w->size; r++) {
+            int rel = rma_dev_unlock(w, r, MPI_LOCK_SHARED);
+            if (rc == MPI_SUCCESS)
+                rc = rel;
+        }
     } else {
         for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++) {
             rc = rma_control(w, r, RMA_UNLOCK, 0);
@@ -258,6 +290,7 @@ int hashi_impl_Win_flush(int rank, MPI_Win win)
         return rc;
     if (w->shm_ctl)
         atomic_thread_fence(memory_order_seq_cst);   /* the operations are complete */
+    rma_dev_queue_issue(w, rank);
     if (w->touched[rank]) {
         rc = rma_control(w, rank, RMA_FLUSH, 0);
         w->touched[rank] = 0;
@@ -285,6 +318,7 @@ int hashi_impl_Win_flush_all(MPI_Win win)
     }
     if (w->shm_ctl)
         atomic_thread_fence(memory_order_seq_cst);
+    rma_dev_queue_issue_all(w);
     rc = close_targets(w, NULL, RMA_FLUSH);
     if (rc != MPI_SUCCESS)
         return hashi_err_win(func, win, rc, "sending the flush requests failed");
@@ -443,6 +477,7 @@ int hashi_impl_Win_complete(MPI_Win win)
         return rc;
     if (!w->access_epoch)
         return hashi_err_win(func, win, MPI_ERR_RMA_SYNC, "no access epoch is open (MPI_Win_start first)");
+    rma_dev_queue_issue_all(w);
     if (w->shm_ctl) {
         atomic_thread_fence(memory_order_seq_cst);
         rma_shm_complete(w);

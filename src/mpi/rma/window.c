@@ -43,6 +43,7 @@ static int shm_setup(struct rma_win *w, size_t align, char *why, size_t whylen);
 static void win_destroy(struct rma_win *w)
 {
     rma_device_detach(w);   /* before the memory goes */
+    rma_dev_lock_detach(w);
     if (w->comm)
         hashi_comm_release(w->comm);
     if (w->reply_comm)
@@ -141,12 +142,14 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     /* Every member takes part in the exchange, so a failure here cannot
      * leave the others waiting: it is agreed on through the sizes. */
     struct rma_peer mine = { (uint64_t)(uintptr_t)base, failed ? -1 : (int64_t)size, (int64_t)disp_unit, 0,
-                             shm_want, { 0 } };
+                             shm_want, 0, 0, { 0 } };
     /* The device's key travels with the rest: the device path is taken
      * only if every member attached (rma_device_setup). A member asking
      * for a node-local window has no memory yet: no device then. */
     if (!failed && size >= 0 && !shm_want)
         rma_device_attach(w, flavor, base, size, &mine);
+    if (!failed && size >= 0)
+        rma_dev_lock_attach(w, flavor, c, shm_want, &mine);
     struct rma_peer *all = failed ? malloc((size_t)n * sizeof *all) : w->peers;
     if (!all) {
         if (w) {
@@ -192,6 +195,7 @@ static int win_new(const char *func, struct MPI_ABI_Comm *parent, MPI_Info info,
     w->attr_disp_unit = disp_unit > INT32_MAX ? INT32_MAX : (int)disp_unit;
     w->shm_all = shm_all;
     rc = rma_device_setup(w);
+    rma_dev_lock_setup(w);
     /* A node-local window gets no request messages: no service. */
     if (rc == MPI_SUCCESS && !shm_all)
         rc = rma_target_start(w);

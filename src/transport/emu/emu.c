@@ -645,6 +645,7 @@ const struct hashi_tl_ops hashi_tl_emu_ops = {
     .pending_from = emu_pending_from,
     .put = hashi_emu_put,
     .get = hashi_emu_get,
+    .putv = hashi_emu_putv,
     .mem_reg = hashi_emu_mem_reg,
     .mem_dereg = hashi_emu_mem_dereg,
     .rkey_pack = hashi_emu_rkey_pack,

@@ -204,6 +204,8 @@ int hashi_emu_put(int peer, const void *src, size_t len, const struct hashi_tl_m
                   hashi_tl_done_fn done, void *arg);
 int hashi_emu_get(int peer, void *dst, size_t len, const struct hashi_tl_mem *dst_mem,
                   const struct hashi_tl_rkey *rkey, uint64_t offset, hashi_tl_done_fn done, void *arg);
+int hashi_emu_putv(int peer, const struct hashi_tl_piece *pieces, int n, const struct hashi_tl_rkey *rkey,
+                   hashi_tl_done_fn done, void *arg);
 int hashi_emu_mem_reg(void *buf, size_t len, void **handle);
 void hashi_emu_mem_dereg(void *handle);
 void hashi_emu_rkey_pack(void *handle, const struct hashi_tl_mem *mem, int peer, struct hashi_tl_rkey *rkey);

@@ -387,6 +387,72 @@ int hashi_emu_get(int peer, void *dst, size_t len, const struct hashi_tl_mem *ds
     return start(0, peer, dst, len, rkey, offset, NULL, done, arg);
 }
 
+/* Vector PUSH: every piece checked, then one process_vm_writev (a partial
+ * transfer is continued piece by piece); the completion is queued as a
+ * put's. Without CMA the staged window would take the pieces one at a
+ * time: -ENOTSUP, the caller puts them. */
+int hashi_emu_putv(int peer, const struct hashi_tl_piece *pieces, int n, const struct hashi_tl_rkey *rkey,
+                   hashi_tl_done_fn done, void *arg)
+{
+    int lp = emu.local_of[peer];
+    struct emu_peer *p = &emu.peer[lp];
+    if (n < 1 || n > HASHI_TL_PUTV_MAX)
+        return -EINVAL;
+    if (lp != emu.me && !p->cma)
+        return -ENOTSUP;
+    struct emu_rkey k;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (check_key(p, rkey, pieces[i].offset, pieces[i].len, &k) != 0)
+            return -EINVAL;
+        total += pieces[i].len;
+    }
+    struct emu_op *op = new_op(1, lp, NULL, total, done, arg);
+    struct iovec *iov = malloc(2 * (size_t)n * sizeof *iov);
+    if (!op || !iov) {
+        free(op);
+        free(iov);
+        return -ENOMEM;
+    }
+    struct iovec *remote = iov + n;
+    for (int i = 0; i < n; i++) {
+        iov[i] = (struct iovec){ (void *)(uintptr_t)pieces[i].src, pieces[i].len };
+        remote[i] = (struct iovec){ (void *)(uintptr_t)(k.addr + pieces[i].offset), pieces[i].len };
+    }
+    int rc = 0;
+    if (lp == emu.me) {
+        for (int i = 0; i < n; i++)
+            memcpy(remote[i].iov_base, iov[i].iov_base, iov[i].iov_len);
+    } else {
+        ssize_t done_bytes;
+        do
+            done_bytes = process_vm_writev(p->pid, iov, (unsigned long)n, remote, (unsigned long)n, 0);
+        while (done_bytes < 0 && errno == EINTR);
+        if (done_bytes < 0 && (errno == EPERM || errno == ENOSYS)) {
+            cma_disable(p, cma_reason(errno));
+            free(op);
+            free(iov);
+            return -ENOTSUP;   /* nothing written: the caller puts them staged */
+        }
+        if (done_bytes < 0)
+            rc = -errno;
+        /* A short transfer (a fault part way): the rest piece by piece. */
+        size_t skip = done_bytes < 0 ? total : (size_t)done_bytes;
+        for (int i = 0; i < n && rc == 0; i++) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            rc = cma_copy(1, p->pid, (unsigned char *)iov[i].iov_base + skip, (uint64_t)(uintptr_t)remote[i].iov_base + skip,
+                          iov[i].iov_len - skip);
+            skip = 0;
+        }
+    }
+    free(iov);
+    complete(op, rc);
+    return 0;
+}
+
 /* Advance one staged op; returns events. */
 static int advance(struct emu_op *op)
 {

@@ -1,0 +1,91 @@
+/*
+ * Passive-target locks on the device's lock words (docs/rma.md, "LLCM
+ * locks"): where every member of a window has a word in its device memory
+ * (hashi_device->rma.lock_alloc: DIMMnet's LLCM) and the device reaches
+ * every member, MPI_Win_lock / unlock / lock_all / unlock_all are remote
+ * atomics on the target's word, with no message and no code at the target.
+ * The decision is collective: each member says in the creation allgather
+ * whether it has a word and reaches everyone, and the window uses the words
+ * only if all do (else every lock stays a LOCK / UNLOCK message: a word
+ * and a message queue could not exclude each other).
+ */
+#include "mpi/rma/rma.h"
+#include "runtime/params.h"
+
+void rma_dev_lock_attach(struct rma_win *w, int flavor, struct MPI_ABI_Comm *c, int shm_want, struct rma_peer *mine)
+{
+    const struct hashi_device_rma_ops *ops = &hashi_device->rma;
+    mine->lock_ok = 0;
+    if (!ops->lock_alloc || !hashi_param_int(HASHI_P_RMA_DEVICE_LOCKS) || shm_want ||
+        flavor == MPI_WIN_FLAVOR_SHARED)
+        return;
+    for (int r = 0; r < c->size; r++)
+        if (!ops->reaches(hashi_comm_to_world(c, r)))
+            return;   /* a member on fabric: the messages, for everyone */
+    if (ops->lock_alloc(&mine->lock_ref) != MPI_SUCCESS)
+        return;
+    w->dev_lock_ref = mine->lock_ref;
+    w->dev_lock_owned = 1;
+    mine->lock_ok = 1;
+}
+
+void rma_dev_lock_setup(struct rma_win *w)
+{
+    int all = 1;
+    for (int r = 0; r < w->size; r++)
+        all &= w->peers[r].lock_ok != 0;
+    w->dev_locks = all;
+    if (!all)
+        rma_dev_lock_detach(w);   /* every member sees the same: messages */
+}
+
+/* After MPI_Win_free's barrier: no origin holds or waits for the word. */
+void rma_dev_lock_detach(struct rma_win *w)
+{
+    if (w->dev_lock_owned)
+        hashi_device->rma.lock_free(w->dev_lock_ref);
+    w->dev_lock_owned = 0;
+}
+
+struct lock_attempt {
+    int world;
+    uint64_t ref;
+    int exclusive;
+    int rc;
+};
+
+static int lock_attempt(void *arg)
+{
+    struct lock_attempt *a = arg;
+    int taken = 0;
+    a->rc = hashi_device->rma.lock_try(a->world, a->ref, a->exclusive, &taken);
+    return taken || a->rc != MPI_SUCCESS;
+}
+
+int rma_dev_lock(struct rma_win *w, int target, int lock_type)
+{
+    struct lock_attempt a = { hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref,
+                              lock_type == MPI_LOCK_EXCLUSIVE, MPI_SUCCESS };
+    if (lock_attempt(&a))
+        return a.rc;
+    /* Counted among the word's waiters before the next attempt, so the
+     * release that frees it sees us and wakes us if we sleep. The wait
+     * loop spins, yields, sleeps, and serves this process's traffic
+     * meanwhile (the holder may be waiting for it). */
+    int rc = hashi_device->rma.lock_waiters(a.world, a.ref, +1);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    hashi_progress_wait_until(lock_attempt, &a);
+    rc = hashi_device->rma.lock_waiters(a.world, a.ref, -1);
+    return a.rc != MPI_SUCCESS ? a.rc : rc;
+}
+
+int rma_dev_unlock(struct rma_win *w, int target, int lock_type)
+{
+    int waiting = 0;
+    int rc = hashi_device->rma.lock_release(hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref,
+                                            lock_type == MPI_LOCK_EXCLUSIVE, &waiting);
+    if (rc == MPI_SUCCESS && waiting)
+        rma_wake_others(w);
+    return rc;
+}
