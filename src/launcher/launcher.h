@@ -127,7 +127,8 @@ struct reaper {
     int fd;                     /* write end; its EOF tells the reaper mpirun is gone */
 };
 
-int reaper_start(struct reaper *r);
+/* argc / argv: mpirun's, for the reaper to write its own name over. */
+int reaper_start(struct reaper *r, int argc, char **argv);
 /* The reaper removes dir and the /dev/shm objects named after its basename. */
 void reaper_watch_dir(struct reaper *r, const char *dir);
 void reaper_watch_pgid(struct reaper *r, pid_t pgid);

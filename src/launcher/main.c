@@ -330,7 +330,7 @@ int main(int argc, char **argv)
     launcher_log("%u rank(s) of %s", job.nranks, job.program);
 
     /* From here on, whatever exists is known to the reaper first. */
-    if (reaper_start(&job.reaper) != 0) {
+    if (reaper_start(&job.reaper, argc, argv) != 0) {
         launcher_error("cannot start the reaper: %s", strerror(errno));
         job_release(&job);
         options_free(&opt);

@@ -7,7 +7,10 @@
  * EOF means mpirun is gone: SIGKILL to the job's process group, remove the job
  * directory and shared memory, exit. A normal exit sends "done" first. It runs
  * in its own session, ignoring the terminal's signals, so a ^C that kills
- * mpirun does not kill it before it has cleaned up.
+ * mpirun does not kill it before it has cleaned up; and under its own name
+ * and command line ("hashi-reaper"), so `pkill mpirun` or `pkill -f <the
+ * program>` aimed at a job kills mpirun but not the reaper that cleans up
+ * after it.
  *
  * Messages are NUL-terminated records (paths may hold any other byte):
  *   "dir=<path>"  "pgid=<n>"  "nopgid"  "done"
@@ -55,10 +58,36 @@ static void reaper_apply(struct reaper_state *st, const char *rec)
     }
 }
 
-static __attribute__((noreturn)) void reaper_main(int fd)
+/* Overwrite the command line inherited from mpirun: the argv strings lie
+ * back to back in one block (whatever order option parsing left the
+ * pointers in), which /proc/<pid>/cmdline shows. */
+static void rename_command_line(int argc, char **argv)
+{
+    static const char title[] = "hashi-reaper";
+    if (argc < 1 || !argv)
+        return;
+    char *start = NULL, *end = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!argv[i])
+            continue;
+        char *e = argv[i] + strlen(argv[i]) + 1;
+        if (!start || argv[i] < start)
+            start = argv[i];
+        if (!end || e > end)
+            end = e;
+    }
+    if (!start)
+        return;
+    size_t room = (size_t)(end - start);
+    memset(start, 0, room);
+    memcpy(start, title, room - 1 < sizeof title - 1 ? room - 1 : sizeof title - 1);
+}
+
+static __attribute__((noreturn)) void reaper_main(int fd, int argc, char **argv)
 {
     setsid();
-    prctl(PR_SET_NAME, "mpirun-reaper", 0, 0, 0);
+    prctl(PR_SET_NAME, "hashi-reaper", 0, 0, 0);
+    rename_command_line(argc, argv);
     static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
     for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
         signal(ignored[i], SIG_IGN);
@@ -101,7 +130,7 @@ static __attribute__((noreturn)) void reaper_main(int fd)
     }
 }
 
-int reaper_start(struct reaper *r)
+int reaper_start(struct reaper *r, int argc, char **argv)
 {
     int fds[2];
     r->pid = -1;
@@ -116,7 +145,7 @@ int reaper_start(struct reaper *r)
     }
     if (pid == 0) {
         close(fds[1]);
-        reaper_main(fds[0]);
+        reaper_main(fds[0], argc, argv);
     }
     close(fds[0]);
     r->pid = pid;

@@ -15,6 +15,9 @@
 # A signal mpirun can catch (anything but KILL) must also make it exit by
 # itself within 5 seconds, with the status of a job whose ranks that signal
 # killed: 128 + the signal number (mpirun forwards it to the ranks).
+# SIGNAL KILLCMD: SIGKILL to every process whose command line is mpirun's,
+# as `pkill -9 -f '<the mpirun command>'` does: the reaper (a fork of
+# mpirun) must not be among them, or nobody cleans up.
 # Exit 0 pass, 1 fail, 77 skip (no /proc).
 
 mpirun=$1
@@ -24,6 +27,11 @@ sleeper_arg=${4:-60}
 if [ -z "$mpirun" ] || [ -z "$sleeper" ]; then
     echo "usage: $0 MPIRUN SLEEPER [SIGNAL [SLEEPER_ARG]]" >&2
     exit 2
+fi
+by_command_line=
+if [ "$signal" = KILLCMD ]; then
+    by_command_line=1
+    signal=KILL
 fi
 # The signal's number (dash's `kill -l` only maps numbers to names).
 signum=
@@ -92,7 +100,21 @@ rank_pids=$(sed -n 's/^sleeper rank [0-9]* of [0-9]* pid \([0-9]*\)$/\1/p' "$out
 [ "$(echo "$rank_pids" | wc -w)" -eq 4 ] || fail "could not read four rank pids"
 echo "ranks running: $(echo $rank_pids); sending mpirun (pid $mpirun_pid) SIG$signal"
 
-kill -s "$signal" "$mpirun_pid"
+if [ -n "$by_command_line" ]; then
+    # every process of ours whose command line is mpirun's (NULs as newlines)
+    mpirun_cmd=$(tr '\0' '\n' < "/proc/$mpirun_pid/cmdline")
+    victims=
+    for f in /proc/[0-9]*/cmdline; do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        [ "$pid" = "$$" ] && continue
+        [ "$(tr '\0' '\n' < "$f" 2>/dev/null)" = "$mpirun_cmd" ] && victims="$victims $pid"
+    done
+    echo "same command line as mpirun:$victims"
+    kill -s KILL $victims
+else
+    kill -s "$signal" "$mpirun_pid"
+fi
 killed_at=$(date +%s%N)
 if [ "$signal" != KILL ]; then
     # mpirun must end by itself: wait for it in the background with a bound.
