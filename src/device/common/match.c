@@ -150,26 +150,15 @@ static struct hashi_mq_posted *first_posted_for_tag(struct hashi_mq_list *l, int
     return NULL;
 }
 
-struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q, uint32_t context_id, int source, int tag)
+struct hashi_mq_posted *hashi_mq_match_arrival_general(struct hashi_mq *q, uint32_t context_id, int source, int tag)
 {
     if (q->posted_count == 0)
         return NULL;
     struct hashi_mq_ctx *c = ctx_get(q, context_id, 0);
     if (!c)
         return NULL;
-    struct hashi_mq_bin *b = source < c->nbins ? &c->bins[source] : NULL;
-    /* The common case: no ANY_SOURCE receive waits and the source's first
-     * receive takes the message (no sequence comparison, no list choice). */
-    struct hashi_mq_link *head;
-    if (!c->posted_any.first && b && (head = b->posted.first) &&
-        tag_matches(container_of(head, struct hashi_mq_posted, link)->m.tag, tag)) {
-        struct hashi_mq_posted *p = container_of(head, struct hashi_mq_posted, link);
-        list_remove(&b->posted, head);
-        p->queued = 0;
-        q->posted_count--;
-        return p;
-    }
     struct hashi_mq_posted *specific = NULL, *any;
+    struct hashi_mq_bin *b = source < c->nbins ? &c->bins[source] : NULL;
     if (b)
         specific = first_posted_for_tag(&b->posted, tag);
     any = first_posted_for_tag(&c->posted_any, tag);
