@@ -195,9 +195,9 @@ void p2p_recv_pvars_register(void)
 
 /*
  * Whether a blocking receive may keep its request on its own stack
- * (recv_on_stack): contiguous data within the eager limit (no pack buffer,
- * no receive-first announcement naming the request), a real source, and
- * no MPI_THREAD_MULTIPLE (there another thread may free the communicator
+ * (recv_on_stack): contiguous data (no pack buffer) within the eager limit
+ * (the small receives the saving matters for), a real source, and no
+ * MPI_THREAD_MULTIPLE (there another thread may free the communicator
  * while we wait, so the request must hold a reference on it).
  */
 static inline int recv_on_stack_fits(const struct MPI_ABI_Datatype *t, MPI_Count count, int source)
@@ -212,7 +212,7 @@ static inline int recv_on_stack_fits(const struct MPI_ABI_Datatype *t, MPI_Count
  * Wait on it), the call returns only once it completed, and the device
  * touches a request no more after completing it (request.h), so it needs
  * no pool, no references on the communicator and the type (nothing can
- * free them during the call) and no destroy path: per message about 130
+ * free them during the call) and no destroy path: per message about 150
  * instructions fewer than the pooled request (docs/p2p.md).
  */
 static int recv_on_stack(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
