@@ -176,8 +176,23 @@ static inline void hashi_request_retain(struct MPI_ABI_Request *req)
  * Called by devices (on the progress path) when an operation finishes: runs
  * on_complete, sets `complete` with release ordering, tells the parent (if
  * any), then drops the operation's reference (which may free the request).
+ * hashi_request_complete_general is the whole of it, out of line.
  */
-void hashi_request_complete(struct MPI_ABI_Request *req);
+void hashi_request_complete_general(struct MPI_ABI_Request *req);
+/* The last reference is gone: release what req holds and pool it. */
+void hashi_request_destroy(struct MPI_ABI_Request *req);
+static inline void hashi_request_complete(struct MPI_ABI_Request *req)
+{
+    /* Inline for the common case (a receive, nothing to run, no parent): it
+     * is on the path from a message's arrival to the return of its MPI_Recv. */
+    if (__builtin_expect((req->flags & HASHI_REQF_DEV_SEND) || req->on_complete || req->parent, 0)) {
+        hashi_request_complete_general(req);
+        return;
+    }
+    atomic_store_explicit(&req->complete, 1, memory_order_release);
+    if (hashi_ref_dec(&req->refs))
+        hashi_request_destroy(req);
+}
 
 static inline int hashi_request_is_complete(const struct MPI_ABI_Request *req)
 {

@@ -232,6 +232,9 @@ struct am_peer {
     size_t eager_limit;     /* largest payload sent to it eagerly (hashi_am_core_set_peer_eager) */
     size_t in_place_min;    /* eager payloads to it from this size are sent in place (0: never;
                                hashi_am_core_set_peer_in_place) */
+    size_t plain_max;       /* payloads up to this go as a plain buffered EAGER whatever the traffic:
+                               within eager_limit, below in_place_min, busy_pull_min and
+                               bidir_pull_min (plain_update); am_send_now tests only this */
     /* receive-first announcements (hashi_am_core_set_peer_announce) */
     size_t ann_max;         /* our receives from it up to this size are announced (0: none, and no claims) */
     struct MPI_ABI_Request *ann_req;   /* our receive announced to it, outstanding (NULL: none) */
@@ -1547,6 +1550,17 @@ static inline int bidir_pull(int dest, size_t len)
            (peer->pulls_in || (core.am->pending_from && core.am->pending_from(dest)));
 }
 
+/* Recompute peer's plain_max after a change of any limit it folds in. */
+static void plain_update(struct am_peer *peer)
+{
+    size_t max = peer->eager_limit;
+    size_t below[3] = { peer->in_place_min, core.busy_pull_min, peer->bidir_pull_min };
+    for (int i = 0; i < 3; i++)
+        if (below[i] && below[i] - 1 < max)
+            max = below[i] - 1;
+    peer->plain_max = max;
+}
+
 /* Announce req's message (h: envelope filled) by RTS, with a key to its
  * buffer when the device can register it. pull_now (PULL_BUSY, PULL_BIDIR):
  * an eager message that the receiver reads on arrival; without a key it is
@@ -1687,20 +1701,24 @@ static int am_isend(struct MPI_ABI_Request *req)
 static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uint32_t context_id,
                        int my_comm_rank)
 {
-    if (dest_world < 0 || dest_world >= core.npeers)
+    if ((unsigned)dest_world >= (unsigned)core.npeers)
         return MPI_ERR_RANK;
-    if (len > core.peers[dest_world].eager_limit)
-        return HASHI_DEVICE_P2P_DECLINE;
     if (tag < 0)
         return MPI_ERR_TAG;
-    if (bidir_pull(dest_world, len) || eager_in_place(dest_world, len))
-        return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a pull, or in place */
     struct am_peer *peer = &core.peers[dest_world];
+    unsigned flags = HASHI_AM_SEND_BUFFERED;
+    if (__builtin_expect(len > peer->plain_max, 0)) {
+        /* Near a limit: the full tests (the traffic decides a bidirectional pull). */
+        if (len > peer->eager_limit)
+            return HASHI_DEVICE_P2P_DECLINE;
+        if (bidir_pull(dest_world, len) || eager_in_place(dest_world, len))
+            return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a pull, or in place */
+        flags = eager_flags(dest_world, len);
+    }
     struct am_hdr h = {
         .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
         .tag = tag, .seq = peer->send_seq, .size = len,
     };
-    unsigned flags = eager_flags(dest_world, len);
     int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, flags, NULL, NULL);
     if (rc == -EAGAIN && (flags & HASHI_AM_SEND_NOWAIT))
         return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a busy pull */
@@ -1906,8 +1924,10 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         snprintf(err, errlen, "matching core: out of memory");
         return -1;
     }
-    for (int i = 0; i < core.npeers; i++)
+    for (int i = 0; i < core.npeers; i++) {
         core.peers[i].eager_limit = core.eager_limit;
+        plain_update(&core.peers[i]);
+    }
     hashi_mq_init(&core.mq);
     hashi_cookies_init(&core.cookies);
     hashi_am_p2p_ops = (struct hashi_device_p2p_ops){
@@ -1948,6 +1968,7 @@ int hashi_am_core_set_peer_eager(int peer, size_t limit)
     if (peer < 0 || peer >= core.npeers || limit > core.eager_limit)
         return -1;
     core.peers[peer].eager_limit = limit;
+    plain_update(&core.peers[peer]);
     return 0;
 }
 
@@ -1967,12 +1988,15 @@ int hashi_am_core_set_peer_in_place(int peer, size_t min_bytes)
     if (peer < 0 || peer >= core.npeers)
         return -1;
     core.peers[peer].in_place_min = min_bytes;
+    plain_update(&core.peers[peer]);
     return 0;
 }
 
 void hashi_am_core_set_busy_pull(size_t min_bytes)
 {
     core.busy_pull_min = core.use_get ? min_bytes : 0;
+    for (int i = 0; i < core.npeers; i++)
+        plain_update(&core.peers[i]);
 }
 
 int hashi_am_core_set_bidir_pull(int peer, size_t min_bytes)
@@ -1980,6 +2004,7 @@ int hashi_am_core_set_bidir_pull(int peer, size_t min_bytes)
     if (!core.use_get || peer < 0 || peer >= core.npeers)
         return -1;
     core.peers[peer].bidir_pull_min = min_bytes;
+    plain_update(&core.peers[peer]);
     return 0;
 }
 

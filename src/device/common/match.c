@@ -150,7 +150,7 @@ static struct hashi_mq_posted *first_posted_for_tag(struct hashi_mq_list *l, int
     return NULL;
 }
 
-struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q, uint32_t context_id, int source, int tag)
+struct hashi_mq_posted *hashi_mq_match_arrival_general(struct hashi_mq *q, uint32_t context_id, int source, int tag)
 {
     if (q->posted_count == 0)
         return NULL;

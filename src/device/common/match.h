@@ -72,7 +72,37 @@ void hashi_mq_destroy(struct hashi_mq *q);
  * An envelope arrived: remove and return the posted receive it matches (the
  * earliest posted among its source's bin and the ANY_SOURCE list), or NULL.
  */
-struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q, uint32_t context_id, int source, int tag);
+struct hashi_mq_posted *hashi_mq_match_arrival_general(struct hashi_mq *q, uint32_t context_id, int source,
+                                                       int tag);
+static inline struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q, uint32_t context_id, int source,
+                                                             int tag)
+{
+    /* Inline for the common case, on the path of every arriving message: the
+     * last context used, no ANY_SOURCE receive waiting in it, and the first
+     * receive in the source's bin takes the message (it is then the earliest
+     * posted that matches). Anything else: the general search. */
+    struct hashi_mq_ctx *c = q->last;
+    if (c && c->id == context_id && !c->posted_any.first && source >= 0 && source < c->nbins) {
+        struct hashi_mq_list *l = &c->bins[source].posted;
+        struct hashi_mq_link *head = l->first;
+        if (head) {
+            struct hashi_mq_posted *p =
+                (struct hashi_mq_posted *)((char *)head - offsetof(struct hashi_mq_posted, link));
+            if (p->m.tag == tag || p->m.tag == MPI_ANY_TAG) {
+                l->first = head->next;   /* head->prev is NULL */
+                if (head->next)
+                    head->next->prev = NULL;
+                else
+                    l->last = NULL;
+                head->next = NULL;
+                p->queued = 0;
+                q->posted_count--;
+                return p;
+            }
+        }
+    }
+    return hashi_mq_match_arrival_general(q, context_id, source, tag);
+}
 
 /* Queue an unexpected message (context_id, source, tag set). 0, or -1 out of memory. */
 int hashi_mq_add_unexp(struct hashi_mq *q, struct hashi_mq_unexp *u);

@@ -454,13 +454,21 @@ static inline void complete_one(const struct fi_cq_tagged_entry *e)
  * hand them out, then read a few batches more at most, so one call cannot
  * starve its caller. Out of line: an idle poll never gets here.
  */
+static __attribute__((noinline)) int drain_more(struct fi_cq_tagged_entry *ents, ssize_t n);
+
 int hashi_ofi_drain_cq(struct fi_cq_tagged_entry *ents, ssize_t n)
 {
-    /* One completion (a ping-pong's every message): no loop to set up. */
+    /* One completion (a ping-pong's every message): no loop to set up, and
+     * the loop's registers are saved in drain_more only. */
     if (__builtin_expect(n == 1, 1)) {
         complete_one(&ents[0]);
         return 1;
     }
+    return drain_more(ents, n);
+}
+
+static int drain_more(struct fi_cq_tagged_entry *ents, ssize_t n)
+{
     int events = 0;
     for (int round = 0;;) {
         if (n > 0) {

@@ -251,6 +251,7 @@ void hashi_p2p_init(void)
     hashi_p2p.isend_shared = !hashi_p2p.cancel_sends || strcmp(cancel, "all") != 0;
     atomic_init(&hashi_p2p.sends_in_flight, 0);
     p2p_requests_init();
+    p2p_recv_pvars_register();
     HASHI_DEBUG(2, "p2p: waits spin %ld idle polls, then %s; tag_ub %d, eager limit %zu",
                 hashi_p2p.spin_limit, hashi_wake_enabled() ? "sleep (oversubscribed)" : "yield",
                 hashi_p2p.tag_ub, hashi_device->p2p.eager_limit);

@@ -6,6 +6,7 @@
  */
 #include "mpi/handles.h"
 #include "mpi/p2p/p2p_impl.h"
+#include "runtime/pvar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +31,16 @@ static void recv_unpack(struct MPI_ABI_Request *req)
         hashi_type_unpack(req->user_buf, req->count, req->type, 0, req->pack_buf, (size_t)got);
 }
 
-int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MPI_Datatype datatype,
-                     struct MPI_ABI_Datatype *t, int source, int tag, struct MPI_ABI_Comm *comm,
-                     uint32_t context_id)
+/* p2p_prepare_recv without the references (the caller decides). */
+static inline int recv_describe(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                struct MPI_ABI_Datatype *t, int source, int tag, struct MPI_ABI_Comm *comm,
+                                uint32_t context_id)
 {
     req->user_buf = buf;
     req->count = count;
     req->datatype = datatype;
     req->type = t;
-    hashi_type_retain(t);
     req->comm = comm;
-    hashi_comm_retain(comm);
     req->peer = source;
     req->tag = tag;
     req->context_id = context_id;
@@ -63,6 +63,15 @@ int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MP
     req->dev_buf = req->pack_buf;
     req->on_complete = recv_unpack;
     return MPI_SUCCESS;
+}
+
+int p2p_prepare_recv(struct MPI_ABI_Request *req, void *buf, MPI_Count count, MPI_Datatype datatype,
+                     struct MPI_ABI_Datatype *t, int source, int tag, struct MPI_ABI_Comm *comm,
+                     uint32_t context_id)
+{
+    hashi_type_retain(t);
+    hashi_comm_retain(comm);
+    return recv_describe(req, buf, count, datatype, t, source, tag, comm, context_id);
 }
 
 /* Reset the outcome fields and take the operation's reference. */
@@ -126,18 +135,15 @@ int hashi_irecv_internal(void *buf, MPI_Count count, MPI_Datatype type, int sour
 
 /* ---- receives ---- */
 
-static int recv_request(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype, int source,
-                        int tag, MPI_Comm comm, int persistent, struct MPI_ABI_Request **out)
+/* A started (or, persistent, an inactive) receive for checked arguments. */
+static int recv_request_checked(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                                struct MPI_ABI_Datatype *t, int source, int tag, MPI_Comm comm,
+                                struct MPI_ABI_Comm *c, int persistent, struct MPI_ABI_Request **out)
 {
-    struct MPI_ABI_Comm *c;
-    struct MPI_ABI_Datatype *t;
-    int rc = p2p_check_args(func, buf, count, datatype, source, tag, comm, 1, &c, &t);
-    if (rc != MPI_SUCCESS)
-        return rc;
     struct MPI_ABI_Request *req = hashi_request_alloc(persistent ? HASHI_REQ_PREQ_RECV : HASHI_REQ_RECV);
     if (!req)
         return hashi_err_comm(func, comm, MPI_ERR_NO_MEM, "no memory for a request");
-    rc = p2p_prepare_recv(req, buf, count, datatype, t, source, tag, c, c->context_id);
+    int rc = p2p_prepare_recv(req, buf, count, datatype, t, source, tag, c, c->context_id);
     if (rc == MPI_SUCCESS && persistent) {
         rc = p2p_make_persistent(req);
         if (rc == MPI_SUCCESS) {
@@ -160,6 +166,73 @@ static int recv_request(const char *func, void *buf, MPI_Count count, MPI_Dataty
                               : "the device receive", bytes, source);
     }
     *out = req;
+    return MPI_SUCCESS;
+}
+
+static int recv_request(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype, int source,
+                        int tag, MPI_Comm comm, int persistent, struct MPI_ABI_Request **out)
+{
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, source, tag, comm, 1, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return recv_request_checked(func, buf, count, datatype, t, source, tag, comm, c, persistent, out);
+}
+
+/* Blocking receives served by recv_on_stack (MPI_T pvar p2p_recv_on_stack):
+ * tests see which path a receive took. Written by the one thread there is. */
+static uint64_t recv_on_stack_count;
+
+void p2p_recv_pvars_register(void)
+{
+    static const struct hashi_pvar vars[] = {
+        { "p2p_recv_on_stack", "hashi_p2p", "blocking receives whose request lived on the call's stack",
+          &recv_on_stack_count },
+    };
+    (void)hashi_pvar_register(vars, 1);   /* out of memory: counted, unseen */
+}
+
+/*
+ * Whether a blocking receive may keep its request on its own stack
+ * (recv_on_stack): contiguous data (no pack buffer) within the eager limit
+ * (the small receives the saving matters for), a real source, and no
+ * MPI_THREAD_MULTIPLE (there another thread may free the communicator
+ * while we wait, so the request must hold a reference on it).
+ */
+static inline int recv_on_stack_fits(const struct MPI_ABI_Datatype *t, MPI_Count count, int source)
+{
+    return !hashi_refs_locked && source != MPI_PROC_NULL && hashi_type_is_contig(t) &&
+           (size_t)hashi_type_bytes(t, count) <= hashi_device->p2p.eager_limit;
+}
+
+/*
+ * The blocking receive of recv_on_stack_fits: the request lives in this
+ * frame. The program never sees it (no handle: no Cancel, Request_free or
+ * Wait on it), the call returns only once it completed, and the device
+ * touches a request no more after completing it (request.h), so it needs
+ * no pool, no references on the communicator and the type (nothing can
+ * free them during the call) and no destroy path: per message about 150
+ * instructions fewer than the pooled request (docs/p2p.md).
+ */
+static int recv_on_stack(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                         struct MPI_ABI_Datatype *t, int source, int tag, MPI_Comm comm, struct MPI_ABI_Comm *c,
+                         MPI_Status *status)
+{
+    struct MPI_ABI_Request req;
+    recv_on_stack_count++;
+    p2p_request_init(&req, HASHI_REQ_RECV);
+    recv_describe(&req, buf, count, datatype, t, source, tag, c, c->context_id);   /* contiguous: cannot fail */
+    recv_arm(&req);
+    int rc = hashi_device->p2p.irecv(&req);
+    if (rc != MPI_SUCCESS)
+        return hashi_err_comm(func, comm, rc, "the device receive of %zu bytes from rank %d could not start",
+                              req.dev_bytes, source);
+    hashi_progress_wait(&req);
+    int err = req.status.MPI_ERROR;
+    p2p_copy_status(status, &req.status, err);
+    if (err != MPI_SUCCESS)
+        return p2p_raise_request_error(func, c, err, &req.status);
     return MPI_SUCCESS;
 }
 
@@ -187,8 +260,15 @@ static int recv_wait(const char *func, struct MPI_ABI_Request *req, MPI_Status *
 static int recv_blocking(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype, int source,
                          int tag, MPI_Comm comm, MPI_Status *status)
 {
+    struct MPI_ABI_Comm *c;
+    struct MPI_ABI_Datatype *t;
+    int rc = p2p_check_args(func, buf, count, datatype, source, tag, comm, 1, &c, &t);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (recv_on_stack_fits(t, count, source))
+        return recv_on_stack(func, buf, count, datatype, t, source, tag, comm, c, status);
     struct MPI_ABI_Request *req;
-    int rc = recv_request(func, buf, count, datatype, source, tag, comm, 0, &req);
+    rc = recv_request_checked(func, buf, count, datatype, t, source, tag, comm, c, 0, &req);
     if (rc != MPI_SUCCESS)
         return rc;
     return recv_wait(func, req, status);

@@ -207,9 +207,12 @@ void p2p_cancel_send(struct MPI_ABI_Request *req)
     hashi_device->p2p.cancel_send(req);
 }
 
-/* A blocking send: start, wait, and report the operation's error. */
-static int send_blocking(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
-                         int tag, MPI_Comm comm, enum hashi_send_mode mode)
+/* A blocking send: start, wait, and report the operation's error. Inlined
+ * into each MPI call: a small MPI_Send is all send_now, and a call layer
+ * with its saved registers shows there. */
+static inline __attribute__((always_inline)) int send_blocking(const char *func, const void *buf, MPI_Count count,
+                                                             MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                                                             enum hashi_send_mode mode)
 {
     struct MPI_ABI_Comm *c;
     struct MPI_ABI_Datatype *t;
