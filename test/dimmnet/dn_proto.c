@@ -10,13 +10,10 @@
  *                        without rank 1), then the data in order
  *   handshake            receive-first and send-first at every size class, with
  *                        Send and Ssend, between rank 0 and the last rank
- *   flood COUNT [posted] every rank but 0 sends COUNT messages of mixed sizes to
+ *   flood COUNT          every rank but 0 sends COUNT messages of mixed sizes to
  *                        rank 0, which takes half with pre-posted ANY_SOURCE /
  *                        ANY_TAG receives and half as they come; per-source
- *                        order and contents checked. With "posted", rank 0
- *                        prints its fabric_recv_posted ("flood posted N":
- *                        receive buffers the transport keeps posted, -1
- *                        without the counter)
+ *                        order and contents checked
  *   barrier COUNT [COMMS] COUNT barriers, a different rank late each time; no
  *                        rank may leave before the late one entered. With
  *                        COMMS, on COMMS communicators of all ranks in turn
@@ -176,9 +173,7 @@ static size_t flood_size(int src, int idx)
     return flood_sizes[(size_t)(idx + src) % NFLOOD];
 }
 
-static long long fabric_counter(const char *name);
-
-static void mode_flood(int count, int show_posted)
+static void mode_flood(int count)
 {
     size_t maxb = 100000;
     if (rank != 0) {
@@ -232,8 +227,6 @@ static void mode_flood(int count, int show_posted)
     }
     for (int s = 1; s < size; s++)
         CHECK(next[s] == count, "got %d of rank %d's %d messages", next[s], s, count);
-    if (show_posted)
-        printf("flood posted %lld\n", fabric_counter("fabric_recv_posted"));
     free(next);
     free(bufs);
     free(late);
@@ -604,8 +597,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "handshake") == 0) {
         mode_handshake();
     } else if (strcmp(mode, "flood") == 0) {
-        CHECK(argc == 3 || (argc == 4 && strcmp(argv[3], "posted") == 0), "flood COUNT [posted]");
-        mode_flood(atoi(argv[2]), argc == 4 && strcmp(argv[3], "posted") == 0);
+        CHECK(argc == 3, "flood COUNT");
+        mode_flood(atoi(argv[2]));
     } else if (strcmp(mode, "barrier") == 0) {
         CHECK(argc == 3 || argc == 4, "barrier COUNT [COMMS]");
         mode_barrier(atoi(argv[2]), argc == 4 ? atoi(argv[3]) : 0);

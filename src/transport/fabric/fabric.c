@@ -128,7 +128,6 @@ static struct {
      * (HASHI_FABRIC_DEFER_REPOST; one spare buffer covers it). */
     int defer_repost;
     struct fab_rbuf *deferred;
-    size_t recv_posted;             /* HASHI_FABRIC_RECV_POSTED (0: every credit) */
     struct fab_mem *bell_mem;
     _Alignas(64) unsigned char bell[64];    /* zero-length writes name it; nothing lands */
     unsigned char *scratch;                 /* realigns a message the provider placed off 8 */
@@ -1421,17 +1420,8 @@ static int post_receives(char *err, size_t errlen)
          * for the buffer whose repost waits for the next pass. */
         size = fab.max_msg;
         count = share + 1 + (size_t)res.defer_repost;
-        /* ofi_rxm matches the oldest posted receive, so a buffer comes back
-         * after every other posted one has been used: with all the credits
-         * posted (130 x 64 KiB for 2 ranks) each message landed in lines
-         * long out of cache. rxm keeps a tagged message that finds no
-         * receive until one is posted, so only a few are posted
-         * (HASHI_FABRIC_RECV_POSTED); the credits still bound what waits. */
-        if (res.tagged && res.recv_posted && res.recv_posted < count)
-            count = res.recv_posted;
     }
     res.nrbufs = count;
-    fab.recv_posted = count;
     res.rbufs = calloc(count, sizeof *res.rbufs);
     if (!res.rbufs || posix_memalign((void **)&res.rbuf_mem, 4096, size * count) != 0) {
         snprintf(err, errlen, "fabric transport: out of memory for %zu receive buffers of %zu bytes", count, size);
@@ -1551,7 +1541,6 @@ static const struct hashi_pvar fab_pvars[] = {
     FAB_PVAR(batches, "messages that carried the blocks of a burst after its first (HASHI_FABRIC_COALESCE)"),
     FAB_PVAR(batched, "blocks sent in those messages"),
     FAB_PVAR(deferred_reposts, "receive buffers reposted at the next progress pass, after the reply to their message (HASHI_FABRIC_DEFER_REPOST)"),
-    FAB_PVAR(recv_posted, "receive buffers kept posted (HASHI_FABRIC_RECV_POSTED; a level)"),
 };
 #undef FAB_PVAR
 
@@ -1608,14 +1597,6 @@ static int fab_init(struct hashi_tl_config *cfg, char *err, size_t errlen)
     struct fi_info *info = fab.info;
     fab.inject_size = info->tx_attr->inject_size;
     res.defer_repost = !res.multi_recv && hashi_param_int(HASHI_P_FABRIC_DEFER_REPOST);
-    /* At least: one a handler reads, one whose repost is deferred, two posted. */
-    int64_t posted = hashi_param_int(HASHI_P_FABRIC_RECV_POSTED);
-    if (posted != 0 && (posted < 4 || posted > 65535)) {
-        snprintf(err, errlen, "fabric transport: HASHI_FABRIC_RECV_POSTED=%lld is out of range (0, or 4 .. 65535)",
-                 (long long)posted);
-        return -1;
-    }
-    res.recv_posted = (size_t)posted;
     int mode = info->domain_attr->mr_mode;
     fab.mr_local = (mode & FI_MR_LOCAL) || hashi_param_int(HASHI_P_FABRIC_MR_LOCAL);
     fab.mr_virt_addr = (mode & FI_MR_VIRT_ADDR) != 0;

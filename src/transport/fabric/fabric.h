@@ -178,7 +178,6 @@ struct fab_state {
     uint64_t batches, batched;      /* coalesced messages sent, blocks they carried */
     uint64_t cq_reads, cq_empty_reads;  /* CQ reads, those that found it empty */
     uint64_t deferred_reposts;      /* receive buffers reposted a pass late (HASHI_FABRIC_DEFER_REPOST) */
-    uint64_t recv_posted;           /* receive buffers kept posted (a level, not a count) */
 };
 extern struct fab_state fab;
 
