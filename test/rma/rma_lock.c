@@ -26,6 +26,7 @@
  * more ranks); the no-progress target.
  */
 #include "../util/check.h"
+#include "rma_util.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -82,15 +83,7 @@ static void exclusive_counter(MPI_Comm comm)
     MPI_Win win;
     CHECK_MPI(MPI_Win_create(&mem, sizeof mem, sizeof mem, MPI_INFO_NULL, comm, &win));
     unsigned long long before = locks_taken();
-    for (int k = 0; k < ITER; k++) {
-        long v;
-        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-        CHECK_MPI(MPI_Get(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
-        CHECK_MPI(MPI_Win_flush(0, win));
-        v++;
-        CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
-        CHECK_MPI(MPI_Win_unlock(0, win));
-    }
+    locked_increments(win, 0, ITER);
     check_count(comm, "exclusive counter", before, ITER);
     CHECK_MPI(MPI_Barrier(comm));
     if (crank == 0) {

@@ -27,6 +27,7 @@
  *    indexed target types, byte-exact, MPI_Rget / MPI_Rput.
  */
 #include "../util/check.h"
+#include "rma_util.h"
 
 #include <sched.h>
 #include <stddef.h>
@@ -156,15 +157,7 @@ static void exclusive_counter(void)
     CHECK_MPI(MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, node, &mem, &win));
     *mem = 0;
     CHECK_MPI(MPI_Barrier(node));
-    for (int k = 0; k < ITER; k++) {
-        long v;
-        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-        CHECK_MPI(MPI_Get(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
-        CHECK_MPI(MPI_Win_flush(0, win));
-        v++;
-        CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win));
-        CHECK_MPI(MPI_Win_unlock(0, win));
-    }
+    locked_increments(win, 0, ITER);
     CHECK_MPI(MPI_Barrier(node));
     long total;
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
