@@ -425,7 +425,7 @@ static void run_flood(uint64_t n)
         for (int i = 1; i < np; i++) {
             int to = (me + i) % np, rc;
             while ((rc = hashi_tl_block_send(to, &k, sizeof k, NULL, 0)) == -EAGAIN)
-                hashi_transport_progress();
+                hashi_transport_wait(poll_once, 1000);
             CHECK(rc == 0, "flood block %" PRIu64 " to %d failed: %s", k, to, strerror(-rc));
         }
     }
@@ -583,7 +583,7 @@ int main(int argc, char **argv)
     hashi_transport_rkey(&mem, left, &key);
     int rc;
     while ((rc = hashi_tl_block_send(left, &key, sizeof key, NULL, 0)) == -EAGAIN)
-        hashi_transport_progress();
+        hashi_transport_wait(poll_once, 1000);
     send_ok(rc, "rkey block");
     while (!have_rkey)
         hashi_transport_wait(poll_once, 1000);
@@ -592,7 +592,7 @@ int main(int argc, char **argv)
     int puts_started = 0;
     for (uint64_t k = 1; k <= ROUNDS; k++) {
         while ((rc = hashi_tl_block_send(right, &k, sizeof k, NULL, 0)) == -EAGAIN)
-            hashi_transport_progress();
+            hashi_transport_wait(poll_once, 1000);
         send_ok(rc, "block");
         send_ok(hashi_tl(right)->tiny_write(right, OFF_A, k, 8), "tiny write A");
         source[k % 64] = k;
@@ -604,7 +604,7 @@ int main(int argc, char **argv)
         send_ok(hashi_tl(right)->notify(right, k), "notify");
         /* Keep at most 32 puts in flight: their source words are reused. */
         while (puts_started - puts_done >= 32)
-            hashi_transport_progress();
+            hashi_transport_wait(poll_once, 1000);
         if (k % 8 == 0)
             hashi_transport_progress();
     }
