@@ -1,0 +1,5 @@
+/* test/p2p/datatypes.c as a part of test/p2p/suite (see ../suite_part.h). */
+#include "../suite_part.h"
+#define main p2p_part_datatypes
+int main(int argc, char **argv);   /* the prototype -Wmissing-prototypes wants */
+#include "../datatypes.c"

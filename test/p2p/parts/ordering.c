@@ -1,0 +1,5 @@
+/* test/p2p/ordering.c as a part of test/p2p/suite (see ../suite_part.h). */
+#include "../suite_part.h"
+#define main p2p_part_ordering
+int main(int argc, char **argv);   /* the prototype -Wmissing-prototypes wants */
+#include "../ordering.c"
