@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static void expect(int rc, int cls, const char *call, const char *what)
 {
@@ -117,7 +118,7 @@ int main(int argc, char **argv)
     expect(MPI_Cancel(&req), MPI_ERR_REQUEST, "MPI_Cancel", "a collective request");
     CHECK_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
 
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

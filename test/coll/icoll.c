@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #define DEPTH 32       /* outstanding at once on one communicator */
 #define VEC 3          /* int64 elements of a small reduction */
@@ -457,7 +458,7 @@ int main(int argc, char **argv)
     free(ax.world_of);
     CHECK_MPI(MPI_Comm_free(&again));
 
-    printf("rank %d of %d ok\n", wrank, wsize);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #define N 37   /* elements: longer than a vector register, not a multiple of one */
 
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
     test_loc();
     test_across_ranks();
     test_user_ops();
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

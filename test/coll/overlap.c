@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #define COUNT 1000
 #define BIG (128 * 1024)   /* ints: rendezvous-sized messages */
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
     many_outstanding();
     background_progress();
     stage_edges();
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

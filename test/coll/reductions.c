@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #define SENTINEL 0xdeadbeefu
 #define MID 5003             /* 20 KiB of ints: a device's reduction reads it in place (HASHI_COLL_DEVICE_READ_MIN) */
@@ -466,7 +467,7 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Comm_free(&comm));
     }
 
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

@@ -725,7 +725,7 @@ int main(int argc, char **argv)
     test_errors();
 
     layouts_free();
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

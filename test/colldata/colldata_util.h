@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "test/util/check.h"
+#include "test/util/suite.h"
 
 /* Receive buffers start with it; it stays wherever nothing may be written. */
 #define GUARD (-1)

@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 
     for (int k = 0; k < 5; k++)
         CHECK_MPI(MPI_Comm_free(&topos[k].comm));
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int me, n;
 
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_free(&dup2));
     CHECK_MPI(MPI_Comm_free(&reversed));
     CHECK_MPI(MPI_Comm_free(&parity));
-    printf("rank %d of %d compare_attrs ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

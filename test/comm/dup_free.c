@@ -29,6 +29,7 @@
 #include <stdlib.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #define LIVE 8
 
@@ -311,7 +312,7 @@ int main(int argc, char **argv)
     if (me == 0)
         fprintf(stderr, "dup_free: %d dup/free cycles in %.3f s (%.1f us per cycle with its checks)\n", cycles,
                 t_churn, cycles ? t_churn * 1e6 / cycles : 0.0);
-    printf("rank %d of %d dup_free ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static MPI_Group world_group;
 static int me, n;
@@ -290,7 +291,7 @@ int main(int argc, char **argv)
     free(in);
     free(evens);
     free(odds);
-    printf("rank %d of %d groups ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

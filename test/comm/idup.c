@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int me, n;
 
@@ -238,7 +239,7 @@ int main(int argc, char **argv)
     polled_rounds();
     hints();
     dependent_idup();
-    printf("rank %d of %d idup ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

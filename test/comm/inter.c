@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int me, n;
 
@@ -593,7 +594,7 @@ int main(int argc, char **argv)
     if (n > 2)
         one_split("1+rest", first_alone);
     from_groups();
-    printf("rank %d of %d inter ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

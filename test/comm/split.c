@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int me, n;
 
@@ -174,7 +175,7 @@ int main(int argc, char **argv)
     MPI_Group_free(&half_group);
     MPI_Group_free(&parity_group);
     free(members);
-    printf("rank %d of %d split ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

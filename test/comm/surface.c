@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int me, n;
 
@@ -429,7 +430,7 @@ int main(int argc, char **argv)
     conversions();
     memory();
     odds_and_ends();
-    printf("rank %d of %d surface ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"
 
 /* MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are sentinel addresses ((int *)10,
  * (int *)11 in the standard ABI); GCC takes them for arrays of size 0. */
@@ -373,7 +374,7 @@ int main(int argc, char **argv)
     graph();
     dist_graph();
     errors();
-    printf("rank %d of %d topo ok\n", me, n);
+    report_ok();
     MPI_Finalize();
     return 0;
 }

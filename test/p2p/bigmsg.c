@@ -1,7 +1,7 @@
 /*
  * bigmsg: one message of 2^31 + 8 bytes (beyond what an int count can say)
  * from rank 0 to rank 1 with MPI_Send_c / MPI_Recv_c, checked word by word;
- * MPI_Get_count gives MPI_UNDEFINED, MPI_Get_count_c the exact count, and
+ * MPI_Probe reports its size first; MPI_Get_count gives MPI_UNDEFINED, MPI_Get_count_c the exact count, and
  * MPI_Get_elements_c the same. Then the same amount as 2049 elements of a
  * 1 MiB contiguous type with an int count (sizes overflow an int, counts do
  * not). Two ranks; needs about 4.5 GB of memory in total.
@@ -47,6 +47,15 @@ int main(int argc, char **argv)
     } else {
         memset(buf, 0, BIG);
         MPI_Status st;
+        /* The probe already knows the size (an int count cannot say it). */
+        int probe_count = 0;
+        MPI_Count probe_count_c = 0;
+        CHECK_MPI(MPI_Probe(0, 1, MPI_COMM_WORLD, &st));
+        CHECK_MPI(MPI_Get_count(&st, MPI_BYTE, &probe_count));
+        CHECK_MPI(MPI_Get_count_c(&st, MPI_BYTE, &probe_count_c));
+        CHECK(probe_count == MPI_UNDEFINED && probe_count_c == (MPI_Count)BIG,
+              "MPI_Probe of 2^31+8 bytes: Get_count %d, Get_count_c %lld", probe_count, (long long)probe_count_c);
+        CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 1, "MPI_Probe status: source %d tag %d", st.MPI_SOURCE, st.MPI_TAG);
         CHECK_MPI(MPI_Recv_c(buf, (MPI_Count)BIG, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &st));
         verify(buf, nwords, 0x1234, "MPI_BYTE message");
         int count = 0;

@@ -1,8 +1,7 @@
 /*
  * Helpers shared by the point-to-point tests: deterministic payloads that say
  * who sent them, buffers with guard zones, error-class checks, and the one
- * "rank R of S ok" line each program prints at the end (test/p2p/suite
- * prints it once for all its parts).
+ * "rank R of S ok" line each program prints at the end (util/suite.h).
  */
 #ifndef HASHI_TEST_P2P_UTIL_H
 #define HASHI_TEST_P2P_UTIL_H
@@ -14,6 +13,7 @@
 #include <string.h>
 
 #include "../util/check.h"
+#include "../util/suite.h"   /* report_ok */
 
 /* Byte i of the message (source, tag, seq): any misplaced, stale or foreign
  * byte shows up. */
@@ -80,18 +80,5 @@ static inline int error_class(int code)
         CHECK(check_cls_ == (want), "%s returned class %d, expected %s (%d)", \
               #call, check_cls_, #want, (want));                               \
     } while (0)
-
-static inline void report_ok(void)
-{
-#ifdef P2P_SUITE_PART
-    p2p_suite_part_ok();   /* test/p2p/suite prints one line when every part passed */
-#else
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    printf("rank %d of %d ok\n", rank, size);
-    fflush(stdout);
-#endif
-}
 
 #endif

@@ -1,5 +1,6 @@
-/* test/p2p/errors.c as a part of test/p2p/suite (see ../suite_part.h). */
-#include "../suite_part.h"
-#define main p2p_part_errors
+/* test/p2p/errors.c as part errors of test/p2p/suite (see test/util/suite.h). */
+#define HASHI_SUITE_PART 1
+#include "../../util/suite.h"
+#define main suite_part_errors
 int main(int argc, char **argv);   /* the prototype -Wmissing-prototypes wants */
 #include "../errors.c"

@@ -1,0 +1,6 @@
+/* test/comm/groups.c as part groups of test/comm/suite (see test/util/suite.h). */
+#define HASHI_SUITE_PART 1
+#include "../../util/suite.h"
+#define main suite_part_groups
+int main(int argc, char **argv);   /* the prototype -Wmissing-prototypes wants */
+#include "../groups.c"
