@@ -113,7 +113,8 @@ static int get_info(enum ofi_matching want, enum ofi_matching *got, char *err, s
         if (rc == 0 && hashi_ofi.info_list) {
             hashi_ofi.has_rma = attempts[i].rma;
             *got = attempts[i].caps;
-            hashi_ofi.info = hashi_fi_choose(hashi_ofi.info_list, hashi_job.num_nodes <= 1);
+            hashi_ofi.info = hashi_fi_choose(hashi_ofi.info_list, hashi_job.num_nodes <= 1,
+                                             strcmp(hashi_param_str(HASHI_P_OFI_TCP), "net") == 0);
             return 0;
         }
         hashi_ofi.info_list = NULL;

@@ -1369,7 +1369,7 @@ static int get_info(char *err, size_t errlen)
         fi_freeinfo(hints);
         if (rc == 0 && fab.info_list) {
             res.multi_recv = multi;
-            fab.info = hashi_fi_choose(fab.info_list, hashi_job.num_nodes <= 1);
+            fab.info = hashi_fi_choose(fab.info_list, hashi_job.num_nodes <= 1, 0);
             refine_info();
             return 0;
         }

@@ -29,7 +29,25 @@ int hashi_fi_expect_shm(int peers_all_local)
     return strncmp(prov, "shm", 3) == 0 && (prov[3] == '\0' || prov[3] == ',' || prov[3] == ';');
 }
 
-struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local)
+static int same_name(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* libfabric's `net` entry for the interface (fabric) and domain of a
+ * tcp;ofi_rxm entry, if the list has one. */
+static struct fi_info *net_twin(struct fi_info *list, const struct fi_info *rxm)
+{
+    if (!same_name(rxm->fabric_attr->prov_name, "tcp;ofi_rxm"))
+        return NULL;
+    for (struct fi_info *i = list; i; i = i->next)
+        if (same_name(i->fabric_attr->prov_name, "net") && same_name(i->fabric_attr->name, rxm->fabric_attr->name) &&
+            same_name(i->domain_attr->name, rxm->domain_attr->name))
+            return i;
+    return NULL;
+}
+
+struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local, int prefer_net)
 {
     if (getenv("FI_PROVIDER"))
         return list;
@@ -39,8 +57,10 @@ struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local)
                 return i;
     }
     for (struct fi_info *i = list; i; i = i->next)
-        if (!hashi_fi_is_shm(i))
-            return i;
+        if (!hashi_fi_is_shm(i)) {
+            struct fi_info *net = prefer_net ? net_twin(list, i) : NULL;
+            return net ? net : i;
+        }
     return list;
 }
 

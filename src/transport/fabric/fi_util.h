@@ -24,9 +24,12 @@ static inline void hashi_fi_close(struct fid *fid)
  * Take an entry of fi_getinfo's list. FI_PROVIDER set: libfabric already
  * kept only those providers, the first wins. Unset: when every peer to reach
  * shares the node prefer shm (it is the fastest there), else the first
- * provider that is not shm (shm cannot leave the node).
+ * provider that is not shm (shm cannot leave the node); with prefer_net, a
+ * first choice of tcp;ofi_rxm gives way to `net` on the same fabric and
+ * domain (the same sockets without rxm's completion signal, docs/ofi.md
+ * "tcp: where the time goes").
  */
-struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local);
+struct fi_info *hashi_fi_choose(struct fi_info *list, int peers_all_local, int prefer_net);
 
 /*
  * Whether hashi_fi_choose will take shm, told before fi_getinfo (a device
