@@ -370,9 +370,6 @@ void rma_shm_start(struct rma_win *w);
 void rma_shm_complete(struct rma_win *w);
 /* MPI_Win_wait / test: the group's completes are in (consumes them when so). */
 int rma_shm_completed(struct rma_win *w, int consume);
-/* Wake every other member that may sleep in a wait on the window (a
- * system call only for those that announced sleep: runtime/wake.h). */
-void rma_wake_others(struct rma_win *w);
 
 /* ---- target.c: applying elements, shared with shm.c ---- */
 /* n elements of basic type t at `at` -> the packed stream. */
