@@ -416,30 +416,27 @@ struct hashi_device_rma_ops {
     int (*putv)(int target_world, const void *key, const struct hashi_device_rma_piece *pieces, int n,
                 hashi_device_rma_done_fn *done, void *arg);
     /*
-     * Optional (NULL: MPI_Win_lock is LOCK / UNLOCK messages): a fair
-     * (first come, first served) reader-writer lock per window in each
-     * member's device memory, taken and released by remote atomics with no
-     * code at the target (docs/rma.md, "LLCM locks"). lock_alloc: this
-     * member's lock for a new window of `members` members (*ref is what
-     * origins pass), HASHI_DEVICE_P2P_DECLINE when there is no room; the
-     * window uses the locks only if every member got one and reaches()
-     * every member (the layer decides, all alike); lock_free after
-     * MPI_Win_free's barrier. lock_ticket: this origin's place in target's
-     * queue. lock_try: one attempt for that ticket (*taken 1 once it is its
-     * turn and the holders allow it, else 0). lock_register (on 1), between
-     * a failed attempt and the next: the release that lets the ticket in
-     * names this rank; on 0 after the grant. lock_release drops a hold.
-     * *wake (lock_try granting a shared hold, lock_release): the world rank
-     * of the one waiter the change lets in, or -1; the caller wakes it.
-     * Each returns MPI_SUCCESS, or an error class when the words do not
-     * carry this job's key.
+     * Optional (NULL: MPI_Win_lock is LOCK / UNLOCK messages): a
+     * reader-writer lock per window in each member's device memory, taken
+     * and released by remote atomics with no code at the target (docs/rma.md,
+     * "LLCM locks"). lock_alloc: this member's lock for a new window of
+     * `members` members (*ref is what origins pass), HASHI_DEVICE_P2P_DECLINE
+     * when there is no room; the window uses the locks only if every member
+     * got one and reaches() every member (the layer decides, all alike);
+     * lock_free after MPI_Win_free's barrier. lock_try: one attempt
+     * (*taken 1, or 0: held by others). lock_register (on 1), between a
+     * failed attempt and the next: `member` (the caller's index in the
+     * window) waits, so a release that admits it may wake it; on 0 once it
+     * took the lock. lock_release drops a hold. *wake (lock_try granting a
+     * shared hold, lock_release): the world rank of the one waiter to wake
+     * (the oldest registered that the lock now admits), or -1. Each returns
+     * MPI_SUCCESS, or an error class when the words do not carry this job's
+     * key.
      */
     int (*lock_alloc)(int members, uint64_t *ref);
     void (*lock_free)(int members, uint64_t ref);
-    int (*lock_ticket)(int target_world, uint64_t ref, uint32_t *ticket);
-    int (*lock_try)(int target_world, uint64_t ref, int members, int exclusive, uint32_t ticket, int *taken,
-                    int *wake);
-    int (*lock_register)(int target_world, uint64_t ref, int members, int exclusive, uint32_t ticket, int on);
+    int (*lock_try)(int target_world, uint64_t ref, int members, int exclusive, int *taken, int *wake);
+    int (*lock_register)(int target_world, uint64_t ref, int member, int exclusive, int on);
     int (*lock_release)(int target_world, uint64_t ref, int members, int exclusive, int *wake);
 };
 

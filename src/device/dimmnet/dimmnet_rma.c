@@ -115,58 +115,48 @@ static int dn_rma_putv(int target_world, const void *key, const struct hashi_dev
 }
 
 /*
- * Window locks (docs/rma.md, "LLCM locks"): a fair reader-writer ticket
- * lock per window in each member's LLCM, from the partitioned requests'
- * region, changed only by remote compare-and-swap and fetch-add (emu:
- * locked instructions on the peer's mapped LLCM, or on our own), so a lock
- * needs no code at the target. 2 + members words:
+ * Window locks (docs/rma.md, "LLCM locks"): a reader-writer lock per window
+ * in each member's LLCM, from the partitioned requests' region, changed
+ * only by remote compare-and-swap and fetch-add (emu: locked instructions
+ * on the peer's mapped LLCM, or on our own), so a lock needs no code at
+ * the target. 2 + members words:
  *
- *   ticket  bits 63-32 the next ticket (fetch-add; wraps off the top),
- *           bits 31-0 the job's process-group id
- *   state   bits 63-32 the process-group id, bits 31-16 the head (the
- *           ticket granted next, mod 2^16), bit 15 a writer holds it,
- *           bits 14-0 shared holders
- *   slot[i] the waiter of ticket t with t mod slots == i, 0 when none
- *           (slots: members rounded up to a power of two):
- *           bits 63-32 t, bit 31 exclusive, bits 30-0 its world rank + 1
+ *   word     bits 63-32 the job's process-group id, bit 31 a writer holds
+ *            it, bits 30-16 origins registered as waiting, bits 15-0
+ *            shared holders
+ *   tickets  bits 63-32 the next ticket (fetch-add; wraps off the top),
+ *            bits 31-0 the process-group id
+ *   slot[m]  member m's wait for this word, 0 when none: bits 63-32 its
+ *            ticket, bit 31 exclusive, bits 30-0 its world rank + 1
  *
- * Tickets are granted in order: ticket t is taken when the head is t and
- * the holders allow it (exclusive: none; shared: no writer), which moves
- * the head on. At most `members` tickets are ever outstanding (each member
- * holds or waits for at most one per target), so the head fits 16 bits and
- * ticket t's slot is free again before t + slots is taken (a power of two
- * divides 2^32 and 2^16, so the wrap of either counter keeps that true).
- * The key in both words turns a stale or foreign offset into
+ * Whoever finds the word free takes it (a running rank never waits for a
+ * sleeping one: on an oversubscribed node handing the lock to a sleeper
+ * costs a context switch per grant). A release that leaves waiters wakes
+ * one: the registered waiter with the oldest ticket that the word now
+ * admits, so sleepers are woken first come, first served. The key in the
+ * word and the ticket word turns a stale or foreign offset into
  * MPI_ERR_RMA_SYNC, never a spin.
  */
 #define LW_KEY_SHIFT 32
+#define LW_WRITER (UINT64_C(1) << 31)
+#define LW_WAITER (UINT64_C(1) << 16)
+#define LW_WAITERS (UINT64_C(0x7fff) << 16)
+#define LW_READERS UINT64_C(0xffff)
 #define LW_TICKET (UINT64_C(1) << 32)
-#define LW_HEAD_SHIFT 16
-#define LW_HEAD_MASK UINT64_C(0xffff)
-#define LW_WRITER (UINT64_C(1) << 15)
-#define LW_READERS UINT64_C(0x7fff)
 #define LW_SLOT_EXCLUSIVE (UINT64_C(1) << 31)
-#define LW_TICKET_OFF 0
-#define LW_STATE_OFF 8
-#define LW_SLOT_OFF(i) (16 + 8 * (uint64_t)(i))
+#define LW_WORD_OFF 0
+#define LW_TICKETS_OFF 8
+#define LW_SLOT_OFF(m) (16 + 8 * (uint64_t)(m))
 
 static uint32_t lock_key(void)
 {
     return hashi_dn_pgid();
 }
 
-/* The holders never exceed the job's ranks: the reader field holds them. */
+/* The holders and waiters never exceed the job's ranks: the fields hold them. */
 static int lock_fits(void)
 {
-    return hashi_job.size < (int)LW_READERS;
-}
-
-static uint32_t lock_slots(int members)
-{
-    uint32_t n = 1;
-    while (n < (uint32_t)members)
-        n <<= 1;
-    return n;
+    return hashi_job.size < 0x7fff;
 }
 
 static uint64_t *own_word(uint64_t off)
@@ -179,14 +169,13 @@ static int dn_lock_alloc(int members, uint64_t *ref)
     const struct hashi_tl_ops *tl = hashi_tl(hashi_job.rank);
     if (!tl || !tl->llcm_cmpxchg || !tl->llcm_fetch_add || !lock_fits() || members < 1)
         return HASHI_DEVICE_P2P_DECLINE;
-    uint32_t slots = lock_slots(members);
-    uint64_t off = hashi_dn_llcm_words_alloc(2 + (int)slots);
+    uint64_t off = hashi_dn_llcm_words_alloc(2 + members);
     if (!off)
         return HASHI_DEVICE_P2P_DECLINE;   /* the region is full: messages */
-    for (uint32_t i = 0; i < slots; i++)
-        __atomic_store_n(own_word(off + LW_SLOT_OFF(i)), 0, __ATOMIC_RELAXED);
-    __atomic_store_n(own_word(off + LW_STATE_OFF), (uint64_t)lock_key() << LW_KEY_SHIFT, __ATOMIC_RELAXED);
-    __atomic_store_n(own_word(off + LW_TICKET_OFF), (uint64_t)lock_key(), __ATOMIC_RELEASE);
+    for (int m = 0; m < members; m++)
+        __atomic_store_n(own_word(off + LW_SLOT_OFF(m)), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(off + LW_TICKETS_OFF), (uint64_t)lock_key(), __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(off + LW_WORD_OFF), (uint64_t)lock_key() << LW_KEY_SHIFT, __ATOMIC_RELEASE);
     *ref = off;
     return MPI_SUCCESS;
 }
@@ -194,83 +183,99 @@ static int dn_lock_alloc(int members, uint64_t *ref)
 static void dn_lock_free(int members, uint64_t ref)
 {
     /* Cleared: a stale holder's atomics would find no key. */
-    __atomic_store_n(own_word(ref + LW_TICKET_OFF), 0, __ATOMIC_RELAXED);
-    __atomic_store_n(own_word(ref + LW_STATE_OFF), 0, __ATOMIC_RELEASE);
-    hashi_dn_llcm_words_free(ref, 2 + (int)lock_slots(members));
+    __atomic_store_n(own_word(ref + LW_TICKETS_OFF), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(ref + LW_WORD_OFF), 0, __ATOMIC_RELEASE);
+    hashi_dn_llcm_words_free(ref, 2 + members);
 }
 
-static int dn_lock_ticket(int target_world, uint64_t ref, uint32_t *ticket)
+/* Whether a word read back is one of this job's lock words. */
+static int lock_word_ok(uint64_t v)
 {
-    uint64_t old;
-    if (hashi_tl(target_world)->llcm_fetch_add(target_world, ref + LW_TICKET_OFF, LW_TICKET, &old) != 0 ||
-        (uint32_t)old != lock_key())
-        return MPI_ERR_RMA_SYNC;
-    *ticket = (uint32_t)(old >> 32);
-    return MPI_SUCCESS;
+    return (v >> LW_KEY_SHIFT) == lock_key();
 }
 
-static uint64_t state_head(uint64_t s)
+/* Whether a holder of that kind may take a word in state v. */
+static int lock_admits(uint64_t v, int exclusive)
 {
-    return (s >> LW_HEAD_SHIFT) & LW_HEAD_MASK;
+    return !(v & LW_WRITER) && !(exclusive && (v & LW_READERS));
 }
 
-/* Whether a waiter of that kind may take the word now (its turn aside). */
-static int lock_allows(uint64_t s, int exclusive)
+/*
+ * After a change that left the word in state v with waiters registered:
+ * *wake = the world rank of the oldest registered waiter, if v admits it,
+ * else -1 (the release that will admit it wakes it then). Oldest: the
+ * ticket furthest behind the next one.
+ */
+static int oldest_waiter(const struct hashi_tl_ops *tl, int target_world, uint64_t ref, int members, uint64_t v,
+                         int *wake)
 {
-    return !(s & LW_WRITER) && !(exclusive && (s & LW_READERS));
-}
-
-/* The waiter registered for the head ticket of state s, if the holders of
- * s let it take the word: its world rank, else -1. */
-static int head_waiter(const struct hashi_tl_ops *tl, int target_world, uint64_t ref, int members, uint64_t s,
-                       int *wake)
-{
-    uint64_t head = state_head(s), slot;
+    uint64_t tickets, slot, best = 0;
+    uint32_t best_age = 0;
     *wake = -1;
-    if (tl->llcm_cmpxchg(target_world, ref + LW_SLOT_OFF(head % lock_slots(members)), 0, 0, &slot) != 0)
+    if (!(v & LW_WAITERS))
+        return MPI_SUCCESS;
+    if (tl->llcm_cmpxchg(target_world, ref + LW_TICKETS_OFF, 0, 0, &tickets) != 0 || (uint32_t)tickets != lock_key())
         return MPI_ERR_RMA_SYNC;
-    if (slot && ((slot >> 32) & LW_HEAD_MASK) == head && lock_allows(s, (slot & LW_SLOT_EXCLUSIVE) != 0)) {
-        *wake = (int)(slot & 0x7fffffff) - 1;
+    for (int m = 0; m < members; m++) {
+        if (tl->llcm_cmpxchg(target_world, ref + LW_SLOT_OFF(m), 0, 0, &slot) != 0)
+            return MPI_ERR_RMA_SYNC;
+        uint32_t age = (uint32_t)(tickets >> 32) - (uint32_t)(slot >> 32);
+        if (slot && age >= best_age) {
+            best = slot;
+            best_age = age;
+        }
+    }
+    if (best && lock_admits(v, (best & LW_SLOT_EXCLUSIVE) != 0)) {
+        *wake = (int)(best & 0x7fffffff) - 1;
         hashi_dn_stats.rma_lock_wakes++;
     }
     return MPI_SUCCESS;
 }
 
-static int dn_lock_try(int target_world, uint64_t ref, int members, int exclusive, uint32_t ticket, int *taken,
-                       int *wake)
+static int dn_lock_try(int target_world, uint64_t ref, int members, int exclusive, int *taken, int *wake)
 {
     const struct hashi_tl_ops *tl = hashi_tl(target_world);
-    uint64_t key = (uint64_t)lock_key() << LW_KEY_SHIFT, t = ticket & LW_HEAD_MASK;
-    /* The common case first: our turn and no holder. */
-    uint64_t expected = key | t << LW_HEAD_SHIFT, old;
+    /* The common case first: a free word with nobody waiting. */
+    uint64_t expected = (uint64_t)lock_key() << LW_KEY_SHIFT, old;
     *taken = 0;
     *wake = -1;
     for (;;) {
-        uint64_t desired = (key | ((t + 1) & LW_HEAD_MASK) << LW_HEAD_SHIFT) | (expected & (LW_WRITER | LW_READERS));
-        desired += exclusive ? LW_WRITER : 1;
-        if (tl->llcm_cmpxchg(target_world, ref + LW_STATE_OFF, expected, desired, &old) != 0 ||
-            (old >> LW_KEY_SHIFT) != lock_key())
+        uint64_t desired = exclusive ? expected | LW_WRITER : expected + 1;
+        if (tl->llcm_cmpxchg(target_world, ref + LW_WORD_OFF, expected, desired, &old) != 0 || !lock_word_ok(old))
             return MPI_ERR_RMA_SYNC;
         if (old == expected) {
             hashi_dn_stats.rma_locks++;
             *taken = 1;
-            /* A shared holder lets the next shared waiter in at once. */
-            return exclusive ? MPI_SUCCESS : head_waiter(tl, target_world, ref, members, desired, wake);
+            /* A shared holder lets the oldest waiter in too, if it is shared. */
+            return exclusive ? MPI_SUCCESS : oldest_waiter(tl, target_world, ref, members, desired, wake);
         }
-        if (state_head(old) != t || !lock_allows(old, exclusive))
+        if (!lock_admits(old, exclusive))
             return MPI_SUCCESS;
-        expected = old;   /* only the shared holders moved: again */
+        expected = old;   /* only the waiters or readers moved: again */
     }
 }
 
-/* on: this rank waits for ticket (the release that lets it in names it);
- * off: it took the word, the slot is free again. */
-static int dn_lock_register(int target_world, uint64_t ref, int members, int exclusive, uint32_t ticket, int on)
+/* on: member (this rank's index in the window) waits for the word, with a
+ * new ticket; off: it took the word, its slot is free again. */
+static int dn_lock_register(int target_world, uint64_t ref, int member, int exclusive, int on)
 {
     const struct hashi_tl_ops *tl = hashi_tl(target_world);
-    uint64_t slot = (uint64_t)ticket << 32 | (exclusive ? LW_SLOT_EXCLUSIVE : 0) | (uint64_t)(hashi_job.rank + 1);
-    uint64_t off = ref + LW_SLOT_OFF(ticket % lock_slots(members)), old;
-    if (tl->llcm_cmpxchg(target_world, off, on ? 0 : slot, on ? slot : 0, &old) != 0 || old != (on ? 0 : slot))
+    uint64_t off = ref + LW_SLOT_OFF(member), old, slot = 0;
+    if (on) {
+        if (tl->llcm_fetch_add(target_world, ref + LW_TICKETS_OFF, LW_TICKET, &old) != 0 ||
+            (uint32_t)old != lock_key())
+            return MPI_ERR_RMA_SYNC;
+        slot = (old & ~UINT64_C(0xffffffff)) | (exclusive ? LW_SLOT_EXCLUSIVE : 0) | (uint64_t)(hashi_job.rank + 1);
+        if (tl->llcm_cmpxchg(target_world, off, 0, slot, &old) != 0 || old != 0)
+            return MPI_ERR_RMA_SYNC;
+    } else if (tl->llcm_cmpxchg(target_world, off, 0, 0, &slot) != 0 || !slot ||
+               tl->llcm_cmpxchg(target_world, off, slot, 0, &old) != 0 || old != slot) {
+        return MPI_ERR_RMA_SYNC;
+    }
+    /* Counted in the word after the slot is filled, so a release that
+     * sees the count finds the slot. */
+    if (tl->llcm_fetch_add(target_world, ref + LW_WORD_OFF, on ? LW_WAITER : -LW_WAITER, &old) != 0 ||
+        !lock_word_ok(old))
         return MPI_ERR_RMA_SYNC;
     if (on)
         hashi_dn_stats.rma_lock_waits++;
@@ -282,10 +287,9 @@ static int dn_lock_release(int target_world, uint64_t ref, int members, int excl
     const struct hashi_tl_ops *tl = hashi_tl(target_world);
     uint64_t old, delta = exclusive ? LW_WRITER : 1;
     *wake = -1;
-    if (tl->llcm_fetch_add(target_world, ref + LW_STATE_OFF, -delta, &old) != 0 ||
-        (old >> LW_KEY_SHIFT) != lock_key())
+    if (tl->llcm_fetch_add(target_world, ref + LW_WORD_OFF, -delta, &old) != 0 || !lock_word_ok(old))
         return MPI_ERR_RMA_SYNC;
-    return head_waiter(tl, target_world, ref, members, old - delta, wake);
+    return oldest_waiter(tl, target_world, ref, members, old - delta, wake);
 }
 
 const struct hashi_device_rma_ops hashi_dn_rma_ops = {
@@ -297,7 +301,6 @@ const struct hashi_device_rma_ops hashi_dn_rma_ops = {
     .putv = dn_rma_putv,
     .lock_alloc = dn_lock_alloc,
     .lock_free = dn_lock_free,
-    .lock_ticket = dn_lock_ticket,
     .lock_try = dn_lock_try,
     .lock_register = dn_lock_register,
     .lock_release = dn_lock_release,

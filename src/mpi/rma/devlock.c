@@ -54,16 +54,15 @@ struct lock_attempt {
     uint64_t ref;
     int members;
     int exclusive;
-    uint32_t ticket;
     int rc;
-    int wake;   /* after the grant: the next waiter it lets in, or -1 */
+    int wake;   /* after a shared grant: the waiter it lets in too, or -1 */
 };
 
 static int lock_attempt(void *arg)
 {
     struct lock_attempt *a = arg;
     int taken = 0;
-    a->rc = hashi_device->rma.lock_try(a->world, a->ref, a->members, a->exclusive, a->ticket, &taken, &a->wake);
+    a->rc = hashi_device->rma.lock_try(a->world, a->ref, a->members, a->exclusive, &taken, &a->wake);
     return taken || a->rc != MPI_SUCCESS;
 }
 
@@ -75,27 +74,26 @@ static void wake_waiter(int world)
 }
 
 /*
- * A ticket, then attempts until it is our turn and the holders allow us.
- * A waiter registers its ticket in the target's word before the attempt
- * that precedes any sleep, and a release reads the registration after
- * changing the word: one of the two sees the other (both are locked
- * read-modify-writes), so either that attempt finds the word free or the
- * release wakes us. The wait loop spins, yields, sleeps, and serves this
+ * A waiter registers in the target's word (its slot, then the count)
+ * before the attempt that precedes any sleep, and a release reads the
+ * count and the slots after changing the word: one of the two sees the
+ * other (locked read-modify-writes, totally ordered), so either that
+ * attempt finds the word free or the release wakes us (if we are the
+ * oldest waiter it admits; else it wakes that one, and the next release
+ * the next). The wait loop spins, yields, sleeps, and serves this
  * process's traffic meanwhile (the holder may be waiting for it).
  */
 int rma_dev_lock(struct rma_win *w, int target, int lock_type)
 {
     const struct hashi_device_rma_ops *ops = &hashi_device->rma;
     struct lock_attempt a = { hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref, w->size,
-                              lock_type == MPI_LOCK_EXCLUSIVE, 0, MPI_SUCCESS, -1 };
-    int rc = ops->lock_ticket(a.world, a.ref, &a.ticket);
-    if (rc != MPI_SUCCESS)
-        return rc;
+                              lock_type == MPI_LOCK_EXCLUSIVE, MPI_SUCCESS, -1 };
+    int rc = MPI_SUCCESS;
     if (!lock_attempt(&a)) {
-        if ((rc = ops->lock_register(a.world, a.ref, a.members, a.exclusive, a.ticket, 1)) != MPI_SUCCESS)
+        if ((rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 1)) != MPI_SUCCESS)
             return rc;
         hashi_progress_wait_until(lock_attempt, &a);
-        rc = ops->lock_register(a.world, a.ref, a.members, a.exclusive, a.ticket, 0);
+        rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 0);
     }
     if (a.rc != MPI_SUCCESS)
         return a.rc;
