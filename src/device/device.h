@@ -426,8 +426,8 @@ struct hashi_device_rma_ops {
      * lock_free after MPI_Win_free's barrier. lock_try: one attempt
      * (*taken 1, or 0: held by others). lock_register (on 1), between a
      * failed attempt and the next: `member` (the caller's index in the
-     * window) waits, so a release that admits it may wake it; on 0 once it
-     * took the lock. lock_release drops a hold. *wake (lock_try granting a
+     * window) waits, so a release that admits it may wake it (*slot: the
+     * registration); on 0 once it took the lock (*slot as registered). lock_release drops a hold. *wake (lock_try granting a
      * shared hold, lock_release): the world rank of the one waiter to wake
      * (the oldest registered that the lock now admits), or -1. Each returns
      * MPI_SUCCESS, or an error class when the words do not carry this job's
@@ -436,7 +436,7 @@ struct hashi_device_rma_ops {
     int (*lock_alloc)(int members, uint64_t *ref);
     void (*lock_free)(int members, uint64_t ref);
     int (*lock_try)(int target_world, uint64_t ref, int members, int exclusive, int *taken, int *wake);
-    int (*lock_register)(int target_world, uint64_t ref, int member, int exclusive, int on);
+    int (*lock_register)(int target_world, uint64_t ref, int member, int exclusive, int on, uint64_t *slot);
     int (*lock_release)(int target_world, uint64_t ref, int members, int exclusive, int *wake);
 };
 

@@ -202,28 +202,24 @@ static int lock_admits(uint64_t v, int exclusive)
 
 /*
  * After a change that left the word in state v with waiters registered:
- * *wake = the world rank of the oldest registered waiter, if v admits it,
- * else -1 (the release that will admit it wakes it then). Oldest: the
- * ticket furthest behind the next one.
+ * *wake = the world rank of the oldest registered waiter (the smallest
+ * ticket), if v admits it, else -1 (the release that will admit it wakes
+ * it then).
  */
 static int oldest_waiter(const struct hashi_tl_ops *tl, int target_world, uint64_t ref, int members, uint64_t v,
                          int *wake)
 {
-    uint64_t tickets, slot, best = 0;
-    uint32_t best_age = 0;
+    uint64_t slot, best = 0;
     *wake = -1;
     if (!(v & LW_WAITERS))
         return MPI_SUCCESS;
-    if (tl->llcm_cmpxchg(target_world, ref + LW_TICKETS_OFF, 0, 0, &tickets) != 0 || (uint32_t)tickets != lock_key())
-        return MPI_ERR_RMA_SYNC;
     for (int m = 0; m < members; m++) {
         if (tl->llcm_cmpxchg(target_world, ref + LW_SLOT_OFF(m), 0, 0, &slot) != 0)
             return MPI_ERR_RMA_SYNC;
-        uint32_t age = (uint32_t)(tickets >> 32) - (uint32_t)(slot >> 32);
-        if (slot && age >= best_age) {
+        /* Live tickets lie within `members` of each other: the signed
+         * difference orders them across the counter's wrap. */
+        if (slot && (!best || (int32_t)((uint32_t)(slot >> 32) - (uint32_t)(best >> 32)) < 0))
             best = slot;
-            best_age = age;
-        }
     }
     if (best && lock_admits(v, (best & LW_SLOT_EXCLUSIVE) != 0)) {
         *wake = (int)(best & 0x7fffffff) - 1;
@@ -256,22 +252,20 @@ static int dn_lock_try(int target_world, uint64_t ref, int members, int exclusiv
 }
 
 /* on: member (this rank's index in the window) waits for the word, with a
- * new ticket; off: it took the word, its slot is free again. */
-static int dn_lock_register(int target_world, uint64_t ref, int member, int exclusive, int on)
+ * new ticket (*slot: its registration); off: it took the word, its slot
+ * (*slot) is free again. */
+static int dn_lock_register(int target_world, uint64_t ref, int member, int exclusive, int on, uint64_t *slot)
 {
     const struct hashi_tl_ops *tl = hashi_tl(target_world);
-    uint64_t off = ref + LW_SLOT_OFF(member), old, slot = 0;
+    uint64_t off = ref + LW_SLOT_OFF(member), old;
     if (on) {
         if (tl->llcm_fetch_add(target_world, ref + LW_TICKETS_OFF, LW_TICKET, &old) != 0 ||
             (uint32_t)old != lock_key())
             return MPI_ERR_RMA_SYNC;
-        slot = (old & ~UINT64_C(0xffffffff)) | (exclusive ? LW_SLOT_EXCLUSIVE : 0) | (uint64_t)(hashi_job.rank + 1);
-        if (tl->llcm_cmpxchg(target_world, off, 0, slot, &old) != 0 || old != 0)
-            return MPI_ERR_RMA_SYNC;
-    } else if (tl->llcm_cmpxchg(target_world, off, 0, 0, &slot) != 0 || !slot ||
-               tl->llcm_cmpxchg(target_world, off, slot, 0, &old) != 0 || old != slot) {
-        return MPI_ERR_RMA_SYNC;
+        *slot = (old & ~UINT64_C(0xffffffff)) | (exclusive ? LW_SLOT_EXCLUSIVE : 0) | (uint64_t)(hashi_job.rank + 1);
     }
+    if (tl->llcm_cmpxchg(target_world, off, on ? 0 : *slot, on ? *slot : 0, &old) != 0 || old != (on ? 0 : *slot))
+        return MPI_ERR_RMA_SYNC;
     /* Counted in the word after the slot is filled, so a release that
      * sees the count finds the slot. */
     if (tl->llcm_fetch_add(target_world, ref + LW_WORD_OFF, on ? LW_WAITER : -LW_WAITER, &old) != 0 ||

@@ -90,10 +90,11 @@ int rma_dev_lock(struct rma_win *w, int target, int lock_type)
                               lock_type == MPI_LOCK_EXCLUSIVE, MPI_SUCCESS, -1 };
     int rc = MPI_SUCCESS;
     if (!lock_attempt(&a)) {
-        if ((rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 1)) != MPI_SUCCESS)
+        uint64_t slot;
+        if ((rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 1, &slot)) != MPI_SUCCESS)
             return rc;
         hashi_progress_wait_until(lock_attempt, &a);
-        rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 0);
+        rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 0, &slot);
     }
     if (a.rc != MPI_SUCCESS)
         return a.rc;
