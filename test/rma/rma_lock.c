@@ -18,7 +18,8 @@
  *                    adjacent and scattered small puts through the queue
  *
  * Checks: an exclusive-lock counter (get, flush, +1, put per increment)
- * exact under every rank; shared locks held by every rank at once (a
+ * exact under every rank, whose releases wake at most one waiter each
+ * (dimmnet_rma_lock_wakes summed over the ranks, on the words); shared locks held by every rank at once (a
  * barrier inside the epoch); exclusive writers keeping two words equal
  * against shared readers that check them; lock_all / unlock_all puts and
  * gets; create / lock / put / unlock / free cycles (600 at 2 ranks: more
