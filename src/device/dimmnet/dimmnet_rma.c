@@ -216,9 +216,12 @@ static int oldest_waiter(const struct hashi_tl_ops *tl, int target_world, uint64
     for (int m = 0; m < members; m++) {
         if (tl->llcm_cmpxchg(target_world, ref + LW_SLOT_OFF(m), 0, 0, &slot) != 0)
             return MPI_ERR_RMA_SYNC;
-        /* Live tickets lie within `members` of each other: the signed
-         * difference orders them across the counter's wrap. */
-        if (slot && (!best || (int32_t)((uint32_t)(slot >> 32) - (uint32_t)(best >> 32)) < 0))
+        /* Our own slot: a waiter granted a shared hold names the next one
+         * before it empties its slot. Live tickets lie within `members` of
+         * each other: the signed difference orders them across the wrap. */
+        if (!slot || (slot & 0x7fffffff) == (uint64_t)(hashi_job.rank + 1))
+            continue;
+        if (!best || (int32_t)((uint32_t)(slot >> 32) - (uint32_t)(best >> 32)) < 0)
             best = slot;
     }
     if (best && lock_admits(v, (best & LW_SLOT_EXCLUSIVE) != 0)) {
