@@ -89,54 +89,49 @@ int main(int argc, char **argv)
             printf("  %-10zu %12.2f%s\n", sizeof(long), t * 1e6 / iters / size,
                    total == (long)iters * size ? "" : "  (count wrong)");
         }
-        MPI_Win_free(&win);
-        if (create)
-            free(base);
-        free(buf);
-        MPI_Finalize();
-        return 0;
-    }
-    if (!lock)
-        MPI_Win_lock_all(0, win);
-    for (size_t bytes = acc || fop ? sizeof(double) : 1; bytes <= max; bytes *= 2) {
-        int iters = iterations(bytes, bw ? 200 : 2000), warm = iters / 10 + 1;
-        double t0 = 0;
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) {
-            long one = 1, old;
-            for (int i = 0; i < iters + warm; i++) {
-                if (i == warm)
-                    t0 = MPI_Wtime();
-                if (put)
-                    MPI_Put(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
-                else if (get)
-                    MPI_Get(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
-                else if (acc)
-                    MPI_Accumulate(buf, (int)(bytes / sizeof(double)), MPI_DOUBLE, 1, 0,
-                                   (int)(bytes / sizeof(double)), MPI_DOUBLE, MPI_SUM, win);
-                else if (fop)
-                    MPI_Fetch_and_op(&one, &old, MPI_LONG, 1, 0, MPI_SUM, win);
-                else if (lock) {
-                    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
-                    MPI_Put(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
-                    MPI_Win_unlock(1, win);
-                    continue;
+    } else {
+        if (!lock)
+            MPI_Win_lock_all(0, win);
+        for (size_t bytes = acc || fop ? sizeof(double) : 1; bytes <= max; bytes *= 2) {
+            int iters = iterations(bytes, bw ? 200 : 2000), warm = iters / 10 + 1;
+            double t0 = 0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) {
+                long one = 1, old;
+                for (int i = 0; i < iters + warm; i++) {
+                    if (i == warm)
+                        t0 = MPI_Wtime();
+                    if (put)
+                        MPI_Put(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
+                    else if (get)
+                        MPI_Get(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
+                    else if (acc)
+                        MPI_Accumulate(buf, (int)(bytes / sizeof(double)), MPI_DOUBLE, 1, 0,
+                                       (int)(bytes / sizeof(double)), MPI_DOUBLE, MPI_SUM, win);
+                    else if (fop)
+                        MPI_Fetch_and_op(&one, &old, MPI_LONG, 1, 0, MPI_SUM, win);
+                    else if (lock) {
+                        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win);
+                        MPI_Put(buf, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
+                        MPI_Win_unlock(1, win);
+                        continue;
+                    }
+                    else
+                        for (int w = 0; w < WINDOW; w++)
+                            MPI_Put(buf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1, (MPI_Aint)((size_t)w * bytes),
+                                    (int)bytes, MPI_CHAR, win);
+                    MPI_Win_flush(1, win);
                 }
-                else
-                    for (int w = 0; w < WINDOW; w++)
-                        MPI_Put(buf + (size_t)w * bytes, (int)bytes, MPI_CHAR, 1, (MPI_Aint)((size_t)w * bytes),
-                                (int)bytes, MPI_CHAR, win);
-                MPI_Win_flush(1, win);
+                double t = MPI_Wtime() - t0;
+                double value = bw ? (double)bytes * WINDOW * iters / t / 1e6 : t * 1e6 / iters;
+                printf("  %-10zu %12.2f\n", bytes, value);
+                fflush(stdout);
             }
-            double t = MPI_Wtime() - t0;
-            double value = bw ? (double)bytes * WINDOW * iters / t / 1e6 : t * 1e6 / iters;
-            printf("  %-10zu %12.2f\n", bytes, value);
-            fflush(stdout);
+            MPI_Barrier(MPI_COMM_WORLD);   /* the target serves the origin while it waits here */
         }
-        MPI_Barrier(MPI_COMM_WORLD);   /* the target serves the origin while it waits here */
+        if (!lock)
+            MPI_Win_unlock_all(win);
     }
-    if (!lock)
-        MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
     if (create)
         free(base);

@@ -417,25 +417,27 @@ struct hashi_device_rma_ops {
                 hashi_device_rma_done_fn *done, void *arg);
     /*
      * Optional (NULL: MPI_Win_lock is LOCK / UNLOCK messages): a
-     * reader-writer lock word per window in each member's device memory,
-     * taken and released by remote atomics with no code at the target
-     * (docs/rma.md, "LLCM locks"). lock_alloc: this member's word for a new
-     * window (*ref is what origins pass), HASHI_DEVICE_P2P_DECLINE when
-     * there is no room; the window uses the words only if every member got
-     * one and reaches() every member (the layer decides, all alike);
-     * lock_free after MPI_Win_free's barrier. lock_try: one attempt on
-     * target's word (*taken 1, or 0: held by others). lock_waiters: adds
-     * +1 / -1 to the word's count of origins waiting for it (before the
-     * attempt that precedes a sleep, so the release that frees it sees
-     * them). lock_release: drops the hold (*waiting: origins wait, the
-     * caller wakes the window's members). Each returns MPI_SUCCESS, or an
-     * error class when the word does not carry this job's key.
+     * reader-writer lock per window in each member's device memory, taken
+     * and released by remote atomics with no code at the target (docs/rma.md,
+     * "LLCM locks"). lock_alloc: this member's lock for a new window of
+     * `members` members (*ref is what origins pass), HASHI_DEVICE_P2P_DECLINE
+     * when there is no room; the window uses the locks only if every member
+     * got one and reaches() every member (the layer decides, all alike);
+     * lock_free after MPI_Win_free's barrier. lock_try: one attempt
+     * (*taken 1, or 0: held by others). lock_register (on 1), between a
+     * failed attempt and the next: `member` (the caller's index in the
+     * window) waits, so a release that admits it may wake it (*slot: the
+     * registration); on 0 once it took the lock (*slot as registered). lock_release drops a hold. *wake (lock_try granting a
+     * shared hold, lock_release): the world rank of the one waiter to wake
+     * (the oldest registered that the lock now admits), or -1. Each returns
+     * MPI_SUCCESS, or an error class when the words do not carry this job's
+     * key.
      */
-    int (*lock_alloc)(uint64_t *ref);
-    void (*lock_free)(uint64_t ref);
-    int (*lock_try)(int target_world, uint64_t ref, int exclusive, int *taken);
-    int (*lock_waiters)(int target_world, uint64_t ref, int delta);
-    int (*lock_release)(int target_world, uint64_t ref, int exclusive, int *waiting);
+    int (*lock_alloc)(int members, uint64_t *ref);
+    void (*lock_free)(int members, uint64_t ref);
+    int (*lock_try)(int target_world, uint64_t ref, int members, int exclusive, int *taken, int *wake);
+    int (*lock_register)(int target_world, uint64_t ref, int member, int exclusive, int on, uint64_t *slot);
+    int (*lock_release)(int target_world, uint64_t ref, int members, int exclusive, int *wake);
 };
 
 struct hashi_device_ops {

@@ -18,7 +18,8 @@
  *                    adjacent and scattered small puts through the queue
  *
  * Checks: an exclusive-lock counter (get, flush, +1, put per increment)
- * exact under every rank; shared locks held by every rank at once (a
+ * exact under every rank, whose releases wake at most one waiter each
+ * (dimmnet_rma_lock_wakes summed over the ranks, on the words); shared locks held by every rank at once (a
  * barrier inside the epoch); exclusive writers keeping two words equal
  * against shared readers that check them; lock_all / unlock_all puts and
  * gets; create / lock / put / unlock / free cycles (600 at 2 ranks: more
@@ -36,13 +37,25 @@ static int rank, size;
 static const char *mode;
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle locks_handle = MPI_T_PVAR_HANDLE_NULL;
+static MPI_T_pvar_handle wakes_handle = MPI_T_PVAR_HANDLE_NULL, waits_handle = MPI_T_PVAR_HANDLE_NULL;
+
+static unsigned long long pvar_value(MPI_T_pvar_handle handle)
+{
+    unsigned long long v = 0;
+    CHECK(MPI_T_pvar_read(session, handle, &v) == MPI_SUCCESS, "pvar_read failed");
+    return v;
+}
+
+static void pvar_open(const char *name, MPI_T_pvar_handle *handle)
+{
+    int index, count;
+    CHECK(MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS, "no pvar %s", name);
+    CHECK(MPI_T_pvar_handle_alloc(session, index, NULL, handle, &count) == MPI_SUCCESS, "pvar_handle_alloc failed");
+}
 
 static unsigned long long locks_taken(void)
 {
-    unsigned long long v = 0;
-    if (locks_handle != MPI_T_PVAR_HANDLE_NULL)
-        CHECK(MPI_T_pvar_read(session, locks_handle, &v) == MPI_SUCCESS, "pvar_read failed");
-    return v;
+    return locks_handle != MPI_T_PVAR_HANDLE_NULL ? pvar_value(locks_handle) : 0;
 }
 
 /* What the counter must have grown by for `n` locks on a window over comm. */
@@ -83,8 +96,26 @@ static void exclusive_counter(MPI_Comm comm)
     MPI_Win win;
     CHECK_MPI(MPI_Win_create(&mem, sizeof mem, sizeof mem, MPI_INFO_NULL, comm, &win));
     unsigned long long before = locks_taken();
+    int words = wakes_handle != MPI_T_PVAR_HANDLE_NULL && want_locks(comm, 1);
+    unsigned long long counts[2] = { 0, 0 };   /* waiters woken, locks that waited */
+    if (words)
+        counts[0] = pvar_value(wakes_handle), counts[1] = pvar_value(waits_handle);
     locked_increments(win, 0, ITER);
     check_count(comm, "exclusive counter", before, ITER);
+    if (words) {
+        /* Wake one: every release of the exclusive lock wakes at most one
+         * waiter, so all ranks' wake-ups cannot exceed the releases (waking
+         * every member, as before, gave up to size - 1 per release). */
+        unsigned long long sums[2];
+        counts[0] = pvar_value(wakes_handle) - counts[0];
+        counts[1] = pvar_value(waits_handle) - counts[1];
+        CHECK_MPI(MPI_Allreduce(counts, sums, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm));
+        CHECK(sums[0] <= (unsigned long long)csize * ITER,
+              "exclusive counter: %llu wake-ups for %d releases (%llu waits): more than one per release", sums[0],
+              csize * ITER, sums[1]);
+        if (crank == 0 && getenv("RMA_LOCK_VERBOSE"))
+            printf("exclusive counter: %llu wake-ups, %llu waits, %d releases\n", sums[0], sums[1], csize * ITER);
+    }
     CHECK_MPI(MPI_Barrier(comm));
     if (crank == 0) {
         CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
@@ -326,6 +357,8 @@ int main(int argc, char **argv)
         CHECK(MPI_T_pvar_session_create(&session) == MPI_SUCCESS, "pvar_session_create failed");
         CHECK(MPI_T_pvar_handle_alloc(session, index, NULL, &locks_handle, &count) == MPI_SUCCESS,
               "pvar_handle_alloc failed");
+        pvar_open("dimmnet_rma_lock_wakes", &wakes_handle);
+        pvar_open("dimmnet_rma_lock_waits", &waits_handle);
     }
     if (!strcmp(mode, "vec")) {
         queued_puts(MPI_COMM_WORLD);
@@ -344,6 +377,8 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_free(&node));
     if (locks_handle != MPI_T_PVAR_HANDLE_NULL) {
         CHECK(MPI_T_pvar_handle_free(session, &locks_handle) == MPI_SUCCESS, "pvar_handle_free failed");
+        CHECK(MPI_T_pvar_handle_free(session, &wakes_handle) == MPI_SUCCESS, "pvar_handle_free failed");
+        CHECK(MPI_T_pvar_handle_free(session, &waits_handle) == MPI_SUCCESS, "pvar_handle_free failed");
         CHECK(MPI_T_pvar_session_free(&session) == MPI_SUCCESS, "pvar_session_free failed");
         CHECK(MPI_T_finalize() == MPI_SUCCESS, "MPI_T_finalize failed");
     }

@@ -186,9 +186,11 @@ struct dn_stats {
      * into / out of a peer's registered window (dimmnet_rma.c) */
     uint64_t rma_puts, rma_gets;
     uint64_t rma_pushv;   /* of rma_puts' runs: vector PUSHes that carried them (one system call each) */
-    /* window locks taken on LLCM words (as origin; dimmnet_rma.c), and of
-     * those the ones that had to wait for another holder */
-    uint64_t rma_locks, rma_lock_waits;
+    /* window locks taken on LLCM words (as origin; dimmnet_rma.c), of
+     * those the ones that had to wait for another holder, and the waiters
+     * this rank's releases and shared grants named for waking (one at most
+     * each) */
+    uint64_t rma_locks, rma_lock_waits, rma_lock_wakes;
 };
 
 /* Shared between the device's files. */

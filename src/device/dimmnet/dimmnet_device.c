@@ -1816,6 +1816,8 @@ static const struct dn_counter dn_counters[] = {
     DN_COUNTER("rma_pushv", rma_pushv, "vector PUSHes, each carrying several of rma_puts' runs in one transfer"),
     DN_COUNTER("rma_locks", rma_locks, "MPI_Win_lock / lock_all locks taken on a target's LLCM lock word (no message)"),
     DN_COUNTER("rma_lock_waits", rma_lock_waits, "of rma_locks: those that waited for another holder"),
+    DN_COUNTER("rma_lock_wakes", rma_lock_wakes,
+               "waiters this rank's lock releases and shared grants let in and woke (at most one each)"),
 };
 #undef DN_COUNTER
 #undef AM_COUNTER

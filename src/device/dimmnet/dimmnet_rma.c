@@ -115,100 +115,178 @@ static int dn_rma_putv(int target_world, const void *key, const struct hashi_dev
 }
 
 /*
- * Window lock words (docs/rma.md, "LLCM locks"): one 8-byte word per window
+ * Window locks (docs/rma.md, "LLCM locks"): a reader-writer lock per window
  * in each member's LLCM, from the partitioned requests' region, changed
- * only by compare-and-swap and fetch-add (emu: locked instructions on the
- * peer's mapped LLCM, or on our own), so a lock needs no code at the
- * target. Like the flag areas' hello word, the word carries the job's key:
- *   bits 63-32  the process-group id (a freed or foreign word has another)
- *   bit  31     a writer holds it
- *   bits 30-16  origins waiting for it (the release tells the caller)
- *   bits 15-0   shared holders
+ * only by remote compare-and-swap and fetch-add (emu: locked instructions
+ * on the peer's mapped LLCM, or on our own), so a lock needs no code at
+ * the target. 2 + members words:
+ *
+ *   word     bits 63-32 the job's process-group id, bit 31 a writer holds
+ *            it, bits 30-16 origins registered as waiting, bits 15-0
+ *            shared holders
+ *   tickets  bits 63-32 the next ticket (fetch-add; wraps off the top),
+ *            bits 31-0 the process-group id
+ *   slot[m]  member m's wait for this word, 0 when none: bits 63-32 its
+ *            ticket, bit 31 exclusive, bits 30-0 its world rank + 1
+ *
+ * Whoever finds the word free takes it (a running rank never waits for a
+ * sleeping one: on an oversubscribed node handing the lock to a sleeper
+ * costs a context switch per grant). A release that leaves waiters wakes
+ * one: the registered waiter with the oldest ticket that the word now
+ * admits, so sleepers are woken first come, first served. The key in the
+ * word and the ticket word turns a stale or foreign offset into
+ * MPI_ERR_RMA_SYNC, never a spin.
  */
 #define LW_KEY_SHIFT 32
 #define LW_WRITER (UINT64_C(1) << 31)
 #define LW_WAITER (UINT64_C(1) << 16)
 #define LW_WAITERS (UINT64_C(0x7fff) << 16)
 #define LW_READERS UINT64_C(0xffff)
+#define LW_TICKET (UINT64_C(1) << 32)
+#define LW_SLOT_EXCLUSIVE (UINT64_C(1) << 31)
+#define LW_WORD_OFF 0
+#define LW_TICKETS_OFF 8
+#define LW_SLOT_OFF(m) (16 + 8 * (uint64_t)(m))
 
-static uint64_t lock_key(void)
+static uint32_t lock_key(void)
 {
-    return (uint64_t)hashi_dn_pgid() << LW_KEY_SHIFT;
+    return hashi_dn_pgid();
 }
 
-/* A lock word's holders never exceed the job's ranks: the fields hold them. */
+/* The holders and waiters never exceed the job's ranks: the fields hold them. */
 static int lock_fits(void)
 {
     return hashi_job.size < 0x7fff;
 }
 
-static int dn_lock_alloc(uint64_t *ref)
+static uint64_t *own_word(uint64_t off)
+{
+    return (uint64_t *)(void *)((char *)hashi_transport_llcm() + off);
+}
+
+static int dn_lock_alloc(int members, uint64_t *ref)
 {
     const struct hashi_tl_ops *tl = hashi_tl(hashi_job.rank);
-    if (!tl || !tl->llcm_cmpxchg || !tl->llcm_fetch_add || !lock_fits())
+    if (!tl || !tl->llcm_cmpxchg || !tl->llcm_fetch_add || !lock_fits() || members < 1)
         return HASHI_DEVICE_P2P_DECLINE;
-    uint64_t off = hashi_dn_llcm_words_alloc(1);
+    uint64_t off = hashi_dn_llcm_words_alloc(2 + members);
     if (!off)
         return HASHI_DEVICE_P2P_DECLINE;   /* the region is full: messages */
-    __atomic_store_n((uint64_t *)(void *)((char *)hashi_transport_llcm() + off), lock_key(), __ATOMIC_RELEASE);
+    for (int m = 0; m < members; m++)
+        __atomic_store_n(own_word(off + LW_SLOT_OFF(m)), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(off + LW_TICKETS_OFF), (uint64_t)lock_key(), __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(off + LW_WORD_OFF), (uint64_t)lock_key() << LW_KEY_SHIFT, __ATOMIC_RELEASE);
     *ref = off;
     return MPI_SUCCESS;
 }
 
-static void dn_lock_free(uint64_t ref)
+static void dn_lock_free(int members, uint64_t ref)
 {
     /* Cleared: a stale holder's atomics would find no key. */
-    __atomic_store_n((uint64_t *)(void *)((char *)hashi_transport_llcm() + ref), 0, __ATOMIC_RELEASE);
-    hashi_dn_llcm_words_free(ref, 1);
+    __atomic_store_n(own_word(ref + LW_TICKETS_OFF), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(own_word(ref + LW_WORD_OFF), 0, __ATOMIC_RELEASE);
+    hashi_dn_llcm_words_free(ref, 2 + members);
 }
 
 /* Whether a word read back is one of this job's lock words. */
 static int lock_word_ok(uint64_t v)
 {
-    return (v >> LW_KEY_SHIFT) == (lock_key() >> LW_KEY_SHIFT);
+    return (v >> LW_KEY_SHIFT) == lock_key();
 }
 
-static int dn_lock_try(int target_world, uint64_t ref, int exclusive, int *taken)
+/* Whether a holder of that kind may take a word in state v. */
+static int lock_admits(uint64_t v, int exclusive)
+{
+    return !(v & LW_WRITER) && !(exclusive && (v & LW_READERS));
+}
+
+/*
+ * After a change that left the word in state v with waiters registered:
+ * *wake = the world rank of the oldest registered waiter (the smallest
+ * ticket), if v admits it, else -1 (the release that will admit it wakes
+ * it then).
+ */
+static int oldest_waiter(const struct hashi_tl_ops *tl, int target_world, uint64_t ref, int members, uint64_t v,
+                         int *wake)
+{
+    uint64_t slot, best = 0;
+    *wake = -1;
+    if (!(v & LW_WAITERS))
+        return MPI_SUCCESS;
+    for (int m = 0; m < members; m++) {
+        if (tl->llcm_cmpxchg(target_world, ref + LW_SLOT_OFF(m), 0, 0, &slot) != 0)
+            return MPI_ERR_RMA_SYNC;
+        /* Our own slot: a waiter granted a shared hold names the next one
+         * before it empties its slot. Live tickets lie within `members` of
+         * each other: the signed difference orders them across the wrap. */
+        if (!slot || (slot & 0x7fffffff) == (uint64_t)(hashi_job.rank + 1))
+            continue;
+        if (!best || (int32_t)((uint32_t)(slot >> 32) - (uint32_t)(best >> 32)) < 0)
+            best = slot;
+    }
+    if (best && lock_admits(v, (best & LW_SLOT_EXCLUSIVE) != 0)) {
+        *wake = (int)(best & 0x7fffffff) - 1;
+        hashi_dn_stats.rma_lock_wakes++;
+    }
+    return MPI_SUCCESS;
+}
+
+static int dn_lock_try(int target_world, uint64_t ref, int members, int exclusive, int *taken, int *wake)
 {
     const struct hashi_tl_ops *tl = hashi_tl(target_world);
     /* The common case first: a free word with nobody waiting. */
-    uint64_t expected = lock_key(), old;
+    uint64_t expected = (uint64_t)lock_key() << LW_KEY_SHIFT, old;
+    *taken = 0;
+    *wake = -1;
     for (;;) {
         uint64_t desired = exclusive ? expected | LW_WRITER : expected + 1;
-        if (tl->llcm_cmpxchg(target_world, ref, expected, desired, &old) != 0 || !lock_word_ok(old))
+        if (tl->llcm_cmpxchg(target_world, ref + LW_WORD_OFF, expected, desired, &old) != 0 || !lock_word_ok(old))
             return MPI_ERR_RMA_SYNC;
         if (old == expected) {
             hashi_dn_stats.rma_locks++;
             *taken = 1;
-            return MPI_SUCCESS;
+            /* A shared holder lets the oldest waiter in too, if it is shared. */
+            return exclusive ? MPI_SUCCESS : oldest_waiter(tl, target_world, ref, members, desired, wake);
         }
-        if ((old & LW_WRITER) || (exclusive && (old & LW_READERS))) {
-            *taken = 0;
+        if (!lock_admits(old, exclusive))
             return MPI_SUCCESS;
-        }
         expected = old;   /* only the waiters or readers moved: again */
     }
 }
 
-static int dn_lock_waiters(int target_world, uint64_t ref, int delta)
+/* on: member (this rank's index in the window) waits for the word, with a
+ * new ticket (*slot: its registration); off: it took the word, its slot
+ * (*slot) is free again. */
+static int dn_lock_register(int target_world, uint64_t ref, int member, int exclusive, int on, uint64_t *slot)
 {
-    uint64_t old;
-    if (hashi_tl(target_world)->llcm_fetch_add(target_world, ref, delta > 0 ? LW_WAITER : -LW_WAITER, &old) != 0 ||
+    const struct hashi_tl_ops *tl = hashi_tl(target_world);
+    uint64_t off = ref + LW_SLOT_OFF(member), old;
+    if (on) {
+        if (tl->llcm_fetch_add(target_world, ref + LW_TICKETS_OFF, LW_TICKET, &old) != 0 ||
+            (uint32_t)old != lock_key())
+            return MPI_ERR_RMA_SYNC;
+        *slot = (old & ~UINT64_C(0xffffffff)) | (exclusive ? LW_SLOT_EXCLUSIVE : 0) | (uint64_t)(hashi_job.rank + 1);
+    }
+    if (tl->llcm_cmpxchg(target_world, off, on ? 0 : *slot, on ? *slot : 0, &old) != 0 || old != (on ? 0 : *slot))
+        return MPI_ERR_RMA_SYNC;
+    /* Counted in the word after the slot is filled, so a release that
+     * sees the count finds the slot. */
+    if (tl->llcm_fetch_add(target_world, ref + LW_WORD_OFF, on ? LW_WAITER : -LW_WAITER, &old) != 0 ||
         !lock_word_ok(old))
         return MPI_ERR_RMA_SYNC;
-    if (delta > 0)
+    if (on)
         hashi_dn_stats.rma_lock_waits++;
     return MPI_SUCCESS;
 }
 
-static int dn_lock_release(int target_world, uint64_t ref, int exclusive, int *waiting)
+static int dn_lock_release(int target_world, uint64_t ref, int members, int exclusive, int *wake)
 {
-    uint64_t old;
-    if (hashi_tl(target_world)->llcm_fetch_add(target_world, ref, exclusive ? -LW_WRITER : -UINT64_C(1), &old) != 0 ||
-        !lock_word_ok(old))
+    const struct hashi_tl_ops *tl = hashi_tl(target_world);
+    uint64_t old, delta = exclusive ? LW_WRITER : 1;
+    *wake = -1;
+    if (tl->llcm_fetch_add(target_world, ref + LW_WORD_OFF, -delta, &old) != 0 || !lock_word_ok(old))
         return MPI_ERR_RMA_SYNC;
-    *waiting = (old & LW_WAITERS) != 0;
-    return MPI_SUCCESS;
+    return oldest_waiter(tl, target_world, ref, members, old - delta, wake);
 }
 
 const struct hashi_device_rma_ops hashi_dn_rma_ops = {
@@ -221,6 +299,6 @@ const struct hashi_device_rma_ops hashi_dn_rma_ops = {
     .lock_alloc = dn_lock_alloc,
     .lock_free = dn_lock_free,
     .lock_try = dn_lock_try,
-    .lock_waiters = dn_lock_waiters,
+    .lock_register = dn_lock_register,
     .lock_release = dn_lock_release,
 };

@@ -11,6 +11,8 @@
  */
 #include "mpi/rma/rma.h"
 #include "runtime/params.h"
+#include "runtime/rt.h"
+#include "runtime/wake.h"
 
 void rma_dev_lock_attach(struct rma_win *w, int flavor, struct MPI_ABI_Comm *c, int shm_want, struct rma_peer *mine)
 {
@@ -22,7 +24,7 @@ void rma_dev_lock_attach(struct rma_win *w, int flavor, struct MPI_ABI_Comm *c, 
     for (int r = 0; r < c->size; r++)
         if (!ops->reaches(hashi_comm_to_world(c, r)))
             return;   /* a member on fabric: the messages, for everyone */
-    if (ops->lock_alloc(&mine->lock_ref) != MPI_SUCCESS)
+    if (ops->lock_alloc(c->size, &mine->lock_ref) != MPI_SUCCESS)
         return;
     w->dev_lock_ref = mine->lock_ref;
     w->dev_lock_owned = 1;
@@ -43,49 +45,69 @@ void rma_dev_lock_setup(struct rma_win *w)
 void rma_dev_lock_detach(struct rma_win *w)
 {
     if (w->dev_lock_owned)
-        hashi_device->rma.lock_free(w->dev_lock_ref);
+        hashi_device->rma.lock_free(w->size, w->dev_lock_ref);
     w->dev_lock_owned = 0;
 }
 
 struct lock_attempt {
     int world;
     uint64_t ref;
+    int members;
     int exclusive;
     int rc;
+    int wake;   /* after a shared grant: the waiter it lets in too, or -1 */
 };
 
 static int lock_attempt(void *arg)
 {
     struct lock_attempt *a = arg;
     int taken = 0;
-    a->rc = hashi_device->rma.lock_try(a->world, a->ref, a->exclusive, &taken);
+    a->rc = hashi_device->rma.lock_try(a->world, a->ref, a->members, a->exclusive, &taken, &a->wake);
     return taken || a->rc != MPI_SUCCESS;
 }
 
+/* The one waiter a grant or release named (if it sleeps: runtime/wake.h). */
+static void wake_waiter(int world)
+{
+    if (world >= 0 && world != hashi_job.rank)
+        hashi_wake_peer(world);
+}
+
+/*
+ * A waiter registers in the target's word (its slot, then the count)
+ * before the attempt that precedes any sleep, and a release reads the
+ * count and the slots after changing the word: one of the two sees the
+ * other (locked read-modify-writes, totally ordered), so either that
+ * attempt finds the word free or the release wakes us (if we are the
+ * oldest waiter it admits; else it wakes that one, and the next release
+ * the next). The wait loop spins, yields, sleeps, and serves this
+ * process's traffic meanwhile (the holder may be waiting for it).
+ */
 int rma_dev_lock(struct rma_win *w, int target, int lock_type)
 {
-    struct lock_attempt a = { hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref,
-                              lock_type == MPI_LOCK_EXCLUSIVE, MPI_SUCCESS };
-    if (lock_attempt(&a))
+    const struct hashi_device_rma_ops *ops = &hashi_device->rma;
+    struct lock_attempt a = { hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref, w->size,
+                              lock_type == MPI_LOCK_EXCLUSIVE, MPI_SUCCESS, -1 };
+    int rc = MPI_SUCCESS;
+    if (!lock_attempt(&a)) {
+        uint64_t slot;
+        if ((rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 1, &slot)) != MPI_SUCCESS)
+            return rc;
+        hashi_progress_wait_until(lock_attempt, &a);
+        rc = ops->lock_register(a.world, a.ref, w->rank, a.exclusive, 0, &slot);
+    }
+    if (a.rc != MPI_SUCCESS)
         return a.rc;
-    /* Counted among the word's waiters before the next attempt, so the
-     * release that frees it sees us and wakes us if we sleep. The wait
-     * loop spins, yields, sleeps, and serves this process's traffic
-     * meanwhile (the holder may be waiting for it). */
-    int rc = hashi_device->rma.lock_waiters(a.world, a.ref, +1);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    hashi_progress_wait_until(lock_attempt, &a);
-    rc = hashi_device->rma.lock_waiters(a.world, a.ref, -1);
-    return a.rc != MPI_SUCCESS ? a.rc : rc;
+    wake_waiter(a.wake);
+    return rc;
 }
 
 int rma_dev_unlock(struct rma_win *w, int target, int lock_type)
 {
-    int waiting = 0;
-    int rc = hashi_device->rma.lock_release(hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref,
-                                            lock_type == MPI_LOCK_EXCLUSIVE, &waiting);
-    if (rc == MPI_SUCCESS && waiting)
-        rma_wake_others(w);
+    int wake = -1;
+    int rc = hashi_device->rma.lock_release(hashi_comm_to_world(w->comm, target), w->peers[target].lock_ref, w->size,
+                                            lock_type == MPI_LOCK_EXCLUSIVE, &wake);
+    if (rc == MPI_SUCCESS)
+        wake_waiter(wake);
     return rc;
 }

@@ -489,7 +489,7 @@ static int dev_queue_put(struct rma_win *w, int target, int64_t disp, const void
 int rma_device_put(struct rma_win *w, int target, int64_t disp, const void *data, size_t bytes, int owned,
                    struct MPI_ABI_Request *ureq)
 {
-    if (rma_dev_queues(w, bytes, ureq != NULL)) {
+    if (rma_dev_queues(w, target, bytes, ureq != NULL)) {
         int rc = dev_queue_put(w, target, disp, data, bytes);
         if (rc == MPI_SUCCESS && owned)
             free((void *)(uintptr_t)data);   /* copied into the queue */

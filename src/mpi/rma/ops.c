@@ -431,7 +431,7 @@ static int rma_op(const struct op_args *a)
     if (device)
         direct = 0;
     /* Put runs queued for the target go out before anything else to it. */
-    if (w->dev_queue && !(device && a->kind == RMA_PUT && rma_dev_queues(w, (size_t)tbytes, a->request != NULL)))
+    if (w->dev_queue && !(device && a->kind == RMA_PUT && rma_dev_queues(w, a->target, (size_t)tbytes, a->request != NULL)))
         rma_dev_queue_issue(w, a->target);
     struct MPI_ABI_Request *ureq = NULL;
     if (!x.segs.failed && a->request)

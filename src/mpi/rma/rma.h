@@ -267,10 +267,14 @@ static inline void rma_dev_queue_issue_all(struct rma_win *w)
     for (int r = 0; w->dev_queue && r < w->size; r++)
         rma_dev_queue_issue(w, r);
 }
-/* Whether a put run to a target the device reaches is queued. */
-static inline int rma_dev_queues(const struct rma_win *w, size_t bytes, int has_request)
+/* Whether a put run to a target the device reaches is queued: a small run
+ * (no request) that follows another operation to that target in the same
+ * synchronization (touched: a message is on its way), so a burst goes as
+ * one message while a lone put (put + flush, lock + put + unlock) travels
+ * at once, as before the queue. */
+static inline int rma_dev_queues(const struct rma_win *w, int target, size_t bytes, int has_request)
 {
-    return !has_request && w->dev_queue && bytes < w->dev_min && bytes <= w->dev_vec_max;
+    return !has_request && w->dev_queue && bytes < w->dev_min && bytes <= w->dev_vec_max && w->touched[target];
 }
 /* Whether a put run of `bytes` to target goes to the device (its range, or
  * the vector queue for runs below it without a request). */
@@ -280,7 +284,7 @@ static inline int rma_device_takes(const struct rma_win *w, int target, size_t b
         return 0;
     if (bytes >= w->dev_min && (!w->dev_max || bytes <= w->dev_max))
         return 1;
-    return is_put && rma_dev_queues(w, bytes, has_request);
+    return is_put && rma_dev_queues(w, target, bytes, has_request);
 }
 int rma_device_get(struct rma_win *w, int target, int64_t disp, void *dst, size_t bytes, rma_reply_fn *done,
                    void *arg);
@@ -370,9 +374,6 @@ void rma_shm_start(struct rma_win *w);
 void rma_shm_complete(struct rma_win *w);
 /* MPI_Win_wait / test: the group's completes are in (consumes them when so). */
 int rma_shm_completed(struct rma_win *w, int consume);
-/* Wake every other member that may sleep in a wait on the window (a
- * system call only for those that announced sleep: runtime/wake.h). */
-void rma_wake_others(struct rma_win *w);
 
 /* ---- target.c: applying elements, shared with shm.c ---- */
 /* n elements of basic type t at `at` -> the packed stream. */

@@ -108,6 +108,12 @@ static void wake_member(struct rma_win *w, int r)
         hashi_wake_peer(hashi_comm_to_world(w->comm, r));
 }
 
+static void rma_wake_others(struct rma_win *w)
+{
+    for (int r = 0; r < w->size; r++)
+        wake_member(w, r);
+}
+
 struct lock_try {
     struct rma_shm_ctl *c;
     int type;
@@ -153,11 +159,6 @@ void rma_shm_unlock(struct rma_win *w, int target)
         rma_wake_others(w);
 }
 
-void rma_wake_others(struct rma_win *w)
-{
-    for (int r = 0; r < w->size; r++)
-        wake_member(w, r);
-}
 
 /* ---- PSCW ---- */
 
