@@ -14,6 +14,7 @@
  *  - predefined attributes, names, MPI_Win_get_group, info, keyvals.
  */
 #include "../util/check.h"
+#include "../util/suite.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -468,7 +469,7 @@ int main(int argc, char **argv)
     dynamic();
     objects();
     other_comms();
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

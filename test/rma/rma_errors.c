@@ -5,6 +5,7 @@
  * with the window and the code; MPI_Win_call_errhandler reaches it too.
  */
 #include "../util/check.h"
+#include "../util/suite.h"
 
 static int rank, size, right;
 static int handler_calls, handler_class;
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
                   "MPI_Win_allocate_shared");
     }
     MPI_Comm_free(&node);
-    printf("rank %d of %d ok\n", rank, size);
+    report_ok();
     CHECK_MPI(MPI_Finalize());
     return 0;
 }

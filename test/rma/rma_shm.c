@@ -27,6 +27,7 @@
  *    indexed target types, byte-exact, MPI_Rget / MPI_Rput.
  */
 #include "../util/check.h"
+#include "../util/suite.h"
 #include "rma_util.h"
 
 #include <sched.h>
@@ -325,7 +326,7 @@ int main(int argc, char **argv)
     CHECK(MPI_T_pvar_session_free(&session) == MPI_SUCCESS, "pvar_session_free failed");
     CHECK(MPI_T_finalize() == MPI_SUCCESS, "MPI_T_finalize failed");
     CHECK_MPI(MPI_Comm_free(&node));
+    report_ok();
     CHECK_MPI(MPI_Finalize());
-    printf("rank %d of %d ok\n", rank, size);
     return 0;
 }
