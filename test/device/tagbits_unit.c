@@ -64,8 +64,10 @@ int main(void)
                 }
 
     /* Control messages never match an application receive, wildcards or not. */
-    uint64_t ctrl_types[] = { OFI_CTRL_ACK, OFI_CTRL_FIN, OFI_CTRL_SELFTEST };
-    for (size_t i = 0; i < 3; i++) {
+    uint64_t ctrl_types[] = { OFI_CTRL_ACK, OFI_CTRL_FIN, OFI_CTRL_SELFTEST, OFI_CTRL_CANCEL, OFI_CTRL_CANCEL_NO,
+                              OFI_CTRL_CANCEL_YES };
+    size_t ntypes = sizeof ctrl_types / sizeof *ctrl_types;
+    for (size_t i = 0; i < ntypes; i++) {
         uint64_t ctrl = ofi_tb_ctrl((enum ofi_ctrl_type)ctrl_types[i], OFI_MAX_CTRL_WORLD, 0xffffffffu);
         CHECK(ctrl & OFI_TB_CTRL, "control bits lack the control bit");
         for (size_t c = 0; c < sizeof ctxs / sizeof *ctxs; c++)
@@ -74,6 +76,23 @@ int main(void)
         CHECK(ofi_tb_ctrl(OFI_CTRL_ACK, 3, 7) != ofi_tb_ctrl(OFI_CTRL_FIN, 3, 7), "ACK and FIN collide");
         CHECK(ofi_tb_ctrl(OFI_CTRL_ACK, 3, 7) != ofi_tb_ctrl(OFI_CTRL_ACK, 4, 7), "worlds collide");
         CHECK(ofi_tb_ctrl(OFI_CTRL_ACK, 3, 7) != ofi_tb_ctrl(OFI_CTRL_ACK, 3, 8), "cookies collide");
+    }
+    /* The CANCEL listener (any world, any cookie) takes CANCELs only; the
+     * sender's verdict receive both verdicts of its own (peer, cookie) only. */
+    for (size_t i = 0; i < ntypes; i++) {
+        enum ofi_ctrl_type t = (enum ofi_ctrl_type)ctrl_types[i];
+        uint64_t msg = ofi_tb_ctrl(t, OFI_MAX_CTRL_WORLD, 0xfffffffeu);
+        CHECK(ofi_tb_ctrl_type(msg) == t && ofi_tb_ctrl_world(msg) == OFI_MAX_CTRL_WORLD,
+              "type or world of a control message read back wrong");
+        CHECK(ofi_tb_matches(msg, ofi_tb_ctrl(OFI_CTRL_CANCEL, 0, 0), OFI_TB_CTRL_PEER_MASK) == (t == OFI_CTRL_CANCEL),
+              "the CANCEL listener and control type %d", (int)t);
+        uint64_t verdict = ofi_tb_ctrl(OFI_CTRL_CANCEL_NO, OFI_MAX_CTRL_WORLD, 0xfffffffeu);
+        int is_verdict = t == OFI_CTRL_CANCEL_NO || t == OFI_CTRL_CANCEL_YES;
+        CHECK(ofi_tb_matches(msg, verdict, OFI_TB_CTRL_VERDICT_BIT) == is_verdict,
+              "the verdict receive and control type %d", (int)t);
+        CHECK(!ofi_tb_matches(ofi_tb_ctrl(t, 5, 0xfffffffeu), verdict, OFI_TB_CTRL_VERDICT_BIT) &&
+              !ofi_tb_matches(ofi_tb_ctrl(t, OFI_MAX_CTRL_WORLD, 1), verdict, OFI_TB_CTRL_VERDICT_BIT),
+              "a verdict for another peer or cookie matched");
     }
     CHECK(ofi_tb_ctrl(OFI_CTRL_ACK, OFI_MAX_CTRL_WORLD, 0) >> 32 ==
               ((OFI_TB_CTRL | (uint64_t)OFI_CTRL_ACK << 60) >> 32 | (uint64_t)OFI_MAX_CTRL_WORLD),

@@ -6,8 +6,11 @@
  *   auto   the same device, HASHI_CANCEL_SENDS=auto: every one but a small
  *          MPI_Isend, which completes in the call with the shared request
  *          and is delivered;
- *   keeps  the device cannot (the ofi tagged device, docs/ofi.md): none is
- *          cancelled and every message is delivered exactly once.
+ *   tagged the ofi device's tagged matching (docs/ofi.md): rendezvous and
+ *          synchronous sends are withdrawn, eager ones (complete once
+ *          out, unnamed) are not and are delivered;
+ *   keeps  HASHI_CANCEL_SENDS=none: none is cancelled and every message is
+ *          delivered exactly once.
  *
  * Each rank sends to its right neighbour and receives from its left one.
  *   unmatched: the receiver has posted nothing (it is in MPI_Wait of its own
@@ -24,9 +27,14 @@
  *     before the sender cancels: not cancelled, delivered once.
  *   to self: an eager and a rendezvous send on MPI_COMM_SELF; Isend, Ibsend
  *     and Bsend_init to MPI_PROC_NULL: not cancelled.
+ *   ANY_SOURCE: an eager message, then a rendezvous one on another tag that
+ *     is cancelled, then a third on that tag; MPI_ANY_SOURCE + MPI_ANY_TAG
+ *     receives get the first and the third (and the second in between where
+ *     it is not cancelled), each checked by its bytes.
  *   loops (all, auto): 1000 eager send / cancel / wait (MPI_Isend under
  *     all, a persistent send under auto), 100 rendezvous and 100
- *     synchronous ones, all cancelled; keeps receives 1000 eager ones.
+ *     synchronous ones, all cancelled; keeps (and tagged) receive 1000
+ *     eager ones instead; tagged cancels the rendezvous and synchronous ones.
  *     Then a window of 200 eager messages and one rendezvous message still
  *     flow (the device's eager credits came back).
  */
@@ -37,6 +45,8 @@
 #define TAG_MATCHED 900
 #define TAG_LOOP 901
 #define TAG_AFTER 902
+#define TAG_ANY_FIRST 903
+#define TAG_ANY_NEXT 904
 #define LOOP_EAGER 1000
 #define LOOP_RNDV 100
 #define LOOP_SYNC 100
@@ -45,7 +55,7 @@
 enum kind { ISEND, ISSEND, IBSEND, PSEND, PSSEND, PBSEND, KINDS };
 static const char *kind_name[KINDS] = { "Isend", "Issend", "Ibsend", "Send_init", "Ssend_init", "Bsend_init" };
 
-enum mode { ALL, AUTO, KEEPS };
+enum mode { ALL, AUTO, TAGGED, KEEPS };
 static enum mode mode;
 static int rank, size, right, left;
 
@@ -62,7 +72,12 @@ static size_t bytes_of(int big)
 /* Whether a send of this kind and size is withdrawn before its receive. */
 static int cancellable(int kind, int big)
 {
-    return mode == ALL || (mode == AUTO && !(kind == ISEND && !big));
+    switch (mode) {
+    case ALL: return 1;
+    case AUTO: return !(kind == ISEND && !big);
+    case TAGGED: return big || kind == ISSEND || kind == PSSEND;
+    default: return 0;
+    }
 }
 
 /* Start message seq of (kind, big) from buf; persistent kinds make *req. */
@@ -250,12 +265,59 @@ static void proc_null(void)
     CHECK_MPI(MPI_Request_free(&r));
 }
 
+/* MPI_ANY_SOURCE + MPI_ANY_TAG receives after a cancel get the messages
+ * around the cancelled one, in order (tagged: the eager one was pulled
+ * from the provider while looking for the cancelled one). */
+static void any_source(unsigned char *rbuf)
+{
+    unsigned char *buf[3];
+    for (int seq = 0; seq < 3; seq++) {
+        buf[seq] = malloc(RNDV);
+        CHECK(buf[seq], "out of memory");
+    }
+    payload_fill(buf[0], EAGER, rank, TAG_ANY_FIRST, 0);
+    payload_fill(buf[1], RNDV, rank, TAG_ANY_NEXT, 1);
+    payload_fill(buf[2], EAGER, rank, TAG_ANY_NEXT, 2);
+    MPI_Request first, r;
+    CHECK_MPI(MPI_Isend(buf[0], EAGER, MPI_BYTE, right, TAG_ANY_FIRST, MPI_COMM_WORLD, &first));
+    CHECK_MPI(MPI_Isend(buf[1], RNDV, MPI_BYTE, right, TAG_ANY_NEXT, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Cancel(&r));
+    int cancelled = cancellable(ISEND, 1);
+    if (cancelled)
+        CHECK(wait_cancelled(&r) == 1, "ANY_SOURCE: the rendezvous send was not cancelled");
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Send(buf[2], EAGER, MPI_BYTE, right, TAG_ANY_NEXT, MPI_COMM_WORLD));
+    struct { int tag, seq; size_t n; } want[3] = {
+        { TAG_ANY_FIRST, 0, EAGER }, { TAG_ANY_NEXT, 1, RNDV }, { TAG_ANY_NEXT, 2, EAGER } };
+    for (int i = 0; i < 3; i++) {
+        if (i == 1 && cancelled)
+            continue;
+        MPI_Status st;
+        int count = -1;
+        CHECK_MPI(MPI_Recv(rbuf, RNDV, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        CHECK_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+        CHECK(st.MPI_SOURCE == left && st.MPI_TAG == want[i].tag && count == (int)want[i].n,
+              "ANY_SOURCE receive %d: source %d tag %d, %d bytes; expected %d %d %zu (message %d)", i, st.MPI_SOURCE,
+              st.MPI_TAG, count, left, want[i].tag, want[i].n, want[i].seq);
+        CHECK(payload_check(rbuf, want[i].n, left, want[i].tag, want[i].seq) < 0, "ANY_SOURCE: message %d's bytes",
+              want[i].seq);
+    }
+    if (!cancelled)
+        CHECK(wait_cancelled(&r) == 0, "ANY_SOURCE: a delivered send reported cancelled");
+    CHECK_MPI(MPI_Wait(&first, MPI_STATUS_IGNORE));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    expect_nothing(MPI_ANY_TAG, "after the ANY_SOURCE receives");
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));   /* before the next part's messages come */
+    for (int seq = 0; seq < 3; seq++)
+        free(buf[seq]);
+}
+
 static void loops(unsigned char *rbuf)
 {
     unsigned char *buf = malloc(RNDV);
     CHECK(buf, "out of memory");
     payload_fill(buf, RNDV, rank, TAG_LOOP, 0);
-    if (mode != KEEPS) {
+    if (mode == ALL || mode == AUTO) {
         /* Eager: MPI_Isend where each gets a request, else a persistent send. */
         MPI_Request p;
         CHECK_MPI(MPI_Send_init(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &p));
@@ -271,15 +333,6 @@ static void loops(unsigned char *rbuf)
             CHECK(wait_cancelled(&r) == 1, "eager loop send %d not cancelled", i);
         }
         CHECK_MPI(MPI_Request_free(&p));
-        for (int i = 0; i < LOOP_RNDV + LOOP_SYNC; i++) {
-            MPI_Request r;
-            if (i < LOOP_RNDV)
-                CHECK_MPI(MPI_Isend(buf, RNDV, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
-            else
-                CHECK_MPI(MPI_Issend(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
-            CHECK_MPI(MPI_Cancel(&r));
-            CHECK(wait_cancelled(&r) == 1, "loop send %d not cancelled", i);
-        }
     } else {
         /* Not cancelled, so each send may need its receive (a provider
          * buffers only so many): wait after receiving. */
@@ -294,6 +347,17 @@ static void loops(unsigned char *rbuf)
         for (int i = 0; i < LOOP_EAGER; i++)
             CHECK(wait_cancelled(&r[i]) == 0, "eager loop send %d cancelled on a device that cannot", i);
         free(r);
+    }
+    if (mode != KEEPS) {
+        for (int i = 0; i < LOOP_RNDV + LOOP_SYNC; i++) {
+            MPI_Request r;
+            if (i < LOOP_RNDV)
+                CHECK_MPI(MPI_Isend(buf, RNDV, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
+            else
+                CHECK_MPI(MPI_Issend(buf, EAGER, MPI_BYTE, right, TAG_LOOP, MPI_COMM_WORLD, &r));
+            CHECK_MPI(MPI_Cancel(&r));
+            CHECK(wait_cancelled(&r) == 1, "loop send %d not cancelled", i);
+        }
     }
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     expect_nothing(TAG_LOOP, "loop");
@@ -323,9 +387,11 @@ static void loops(unsigned char *rbuf)
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
-    CHECK(argc == 2 && (!strcmp(argv[1], "all") || !strcmp(argv[1], "auto") || !strcmp(argv[1], "keeps")),
-          "usage: cancel_send all|auto|keeps");
-    mode = !strcmp(argv[1], "all") ? ALL : !strcmp(argv[1], "auto") ? AUTO : KEEPS;
+    CHECK(argc == 2 && (!strcmp(argv[1], "all") || !strcmp(argv[1], "auto") || !strcmp(argv[1], "tagged") ||
+                        !strcmp(argv[1], "keeps")),
+          "usage: cancel_send all|auto|tagged|keeps");
+    mode = !strcmp(argv[1], "all") ? ALL : !strcmp(argv[1], "auto") ? AUTO : !strcmp(argv[1], "tagged") ? TAGGED
+                                                                                                      : KEEPS;
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
     right = (rank + 1) % size;
@@ -341,6 +407,7 @@ int main(int argc, char **argv)
     unmatched(rbuf);
     matched(rbuf);
     to_self(rbuf);
+    any_source(rbuf);
     proc_null();
     loops(rbuf);
 

@@ -73,38 +73,57 @@ static void sender(int me, int peer)
     free(big);
 }
 
-static void receiver(int peer, int multiple)
+/* One blocking receive that must take the stack path: bytes, status, path. */
+struct stack_case {
+    const char *what;
+    int source, tag;        /* what the receive names (wildcards allowed) */
+    int bytes;
+    int sent_tag;           /* tag of the message, and of its payload */
+    int payload_tag;        /* the payload's tag when it differs (0: sent_tag) */
+    int recv_c;             /* MPI_Recv_c */
+    int ignore_status;      /* MPI_STATUS_IGNORE */
+    int preset_error;       /* MPI_ERROR before the call: success leaves it */
+};
+
+static void stack_recv(int peer, int multiple, const struct stack_case *c)
 {
     unsigned char buf[64];
     MPI_Status st;
+    st.MPI_ERROR = c->preset_error;
+    memset(buf, 0, sizeof buf);
+    unsigned long long before = on_stack_count();
+    MPI_Status *stp = c->ignore_status ? MPI_STATUS_IGNORE : &st;
+    void *b = c->bytes ? buf : NULL;
+    if (c->recv_c)
+        CHECK_MPI(MPI_Recv_c(b, c->bytes, MPI_BYTE, c->source, c->tag, MPI_COMM_WORLD, stp));
+    else
+        CHECK_MPI(MPI_Recv(b, c->bytes, MPI_BYTE, c->source, c->tag, MPI_COMM_WORLD, stp));
+    if (!c->ignore_status)
+        check_status(&st, peer, c->sent_tag, c->bytes, c->preset_error, c->what);
+    CHECK(payload_check(buf, (size_t)c->bytes, peer, c->payload_tag ? c->payload_tag : c->sent_tag, 0) < 0,
+          "%s: wrong bytes", c->what);
+    expect_path(before, 1, multiple, c->what);
+}
+
+static void receiver(int peer, int multiple)
+{
+    unsigned char buf[8];
+    MPI_Status st;
     unsigned long long before;
 
-    /* A specific source and tag; MPI_ERROR is left alone on success. */
-    before = on_stack_count();
-    st.MPI_ERROR = 12345;
-    CHECK_MPI(MPI_Recv(buf, 8, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 1, 8, 12345, "specific");
-    CHECK(payload_check(buf, 8, peer, 1, 0) < 0, "specific: wrong bytes");
-    expect_path(before, 1, multiple, "specific");
-
-    before = on_stack_count();
-    st.MPI_ERROR = MPI_SUCCESS;
-    CHECK_MPI(MPI_Recv(buf, 8, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 11, 8, MPI_SUCCESS, "ANY_SOURCE, ANY_TAG");
-    CHECK(payload_check(buf, 8, peer, 11, 0) < 0, "ANY_SOURCE: wrong bytes");
-    expect_path(before, 1, multiple, "ANY_SOURCE, ANY_TAG");
+    /* A specific source and tag (MPI_ERROR is left alone on success), then wildcards. */
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "specific", .source = peer, .tag = 1, .bytes = 8, .sent_tag = 1,
+                                                     .preset_error = 12345 });
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "ANY_SOURCE, ANY_TAG", .source = MPI_ANY_SOURCE,
+                                                     .tag = MPI_ANY_TAG, .bytes = 8, .sent_tag = 11 });
 
     /* Arrived before the receive (unexpected, taken at posting). */
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     int flag = 0;
     while (!flag)
         CHECK_MPI(MPI_Iprobe(peer, 3, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
-    before = on_stack_count();
-    st.MPI_ERROR = MPI_SUCCESS;
-    CHECK_MPI(MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 3, 8, MPI_SUCCESS, "unexpected");
-    CHECK(payload_check(buf, 8, peer, 3, 0) < 0, "unexpected: wrong bytes");
-    expect_path(before, 1, multiple, "unexpected");
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "unexpected", .source = peer, .tag = 3, .bytes = 8,
+                                                     .sent_tag = 3 });
 
     /* 64 bytes into 16: truncated, the prefix placed, nothing written past it. */
     unsigned char *shortbuf = guarded_alloc(16);
@@ -121,31 +140,15 @@ static void receiver(int peer, int multiple)
     guarded_free(shortbuf);
 
     /* A synchronous sender: the receive completes after its acknowledgement is out. */
-    before = on_stack_count();
-    st.MPI_ERROR = MPI_SUCCESS;
-    CHECK_MPI(MPI_Recv(buf, 8, MPI_BYTE, peer, 5, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 5, 8, MPI_SUCCESS, "synchronous");
-    CHECK(payload_check(buf, 8, peer, 5, 0) < 0, "synchronous: wrong bytes");
-    expect_path(before, 1, multiple, "synchronous");
-
-    before = on_stack_count();
-    st.MPI_ERROR = MPI_SUCCESS;
-    CHECK_MPI(MPI_Recv(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 6, 0, MPI_SUCCESS, "zero bytes");
-    expect_path(before, 1, multiple, "zero bytes");
-
-    before = on_stack_count();
-    st.MPI_ERROR = MPI_SUCCESS;
-    CHECK_MPI(MPI_Recv_c(buf, 8, MPI_BYTE, peer, 7, MPI_COMM_WORLD, &st));
-    check_status(&st, peer, 7, 8, MPI_SUCCESS, "MPI_Recv_c");
-    CHECK(payload_check(buf, 8, peer, 7, 0) < 0, "MPI_Recv_c: wrong bytes");
-    expect_path(before, 1, multiple, "MPI_Recv_c");
-
-    before = on_stack_count();
-    memset(buf, 0, 8);
-    CHECK_MPI(MPI_Recv(buf, 8, MPI_BYTE, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    CHECK(payload_check(buf, 8, peer, 7, 0) < 0, "STATUS_IGNORE: wrong bytes");
-    expect_path(before, 1, multiple, "MPI_STATUS_IGNORE");
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "synchronous", .source = peer, .tag = 5, .bytes = 8,
+                                                     .sent_tag = 5 });
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "zero bytes", .source = peer, .tag = 6, .bytes = 0,
+                                                     .sent_tag = 6 });
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "MPI_Recv_c", .source = peer, .tag = 7, .bytes = 8,
+                                                     .sent_tag = 7, .recv_c = 1 });
+    /* The sender's buffer still holds message 7's payload. */
+    stack_recv(peer, multiple, &(struct stack_case){ .what = "MPI_STATUS_IGNORE", .source = peer, .tag = 8, .bytes = 8,
+                                                     .sent_tag = 8, .payload_tag = 7, .ignore_status = 1 });
 
     /* Pooled: every other int of a vector. */
     MPI_Datatype every_other;

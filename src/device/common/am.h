@@ -137,6 +137,19 @@ struct hashi_am_ops {
                 hashi_am_done_fn done, void *arg);
 
     /*
+     * Optional (stage NULL: not offered): the device's buffer of stage_max
+     * bytes where the core writes a small buffered message itself (header,
+     * then payload), and send_staged(dest, len) sends those len bytes as
+     * send(dest, stage, len, NULL, 0, HASHI_AM_SEND_BUFFERED, NULL, NULL)
+     * would. The message is then built once, in place, not as a header
+     * that the device copies again with the payload (every small MPI_Send
+     * of the ping-pong). Set before hashi_am_core_init.
+     */
+    unsigned char *stage;
+    size_t stage_max;
+    int (*send_staged)(int dest, size_t len);
+
+    /*
      * Optional RMA (HASHI_AM_CAP_GET / _PUT). mem_reg makes len bytes at buf
      * readable and writable by world rank peer (the only rank the key is
      * sent to; devices whose keys are per peer need it) and writes rkey_size

@@ -246,6 +246,7 @@ struct am_peer {
 
 static struct am_core {
     const struct hashi_am_ops *am;
+    size_t stage_payload_lim;   /* eager payloads below this am_send_now writes into am->stage (0: none) */
     size_t eager_limit;
     size_t frag_payload;    /* DATA payload per fragment */
     int use_get;            /* senders register their buffer for the receiver's get */
@@ -1707,6 +1708,20 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
         return MPI_ERR_TAG;
     struct am_peer *peer = &core.peers[dest_world];
     unsigned flags = HASHI_AM_SEND_BUFFERED;
+    if (__builtin_expect(len <= peer->plain_max && len < core.stage_payload_lim, 1)) {
+        /* Built once, in the device's buffer. */
+        struct am_hdr h = {
+            .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
+            .tag = tag, .seq = peer->send_seq,
+        };
+        unsigned char *stage = core.am->stage;
+        memcpy(stage, &h, AM_SHORT_HDR);
+        hashi_copy(stage + AM_SHORT_HDR, buf, len);
+        if (core.am->send_staged(dest_world, AM_SHORT_HDR + len) != 0)
+            return MPI_ERR_OTHER;
+        peer->send_seq++;
+        return MPI_SUCCESS;
+    }
     if (__builtin_expect(len > peer->plain_max, 0)) {
         /* Near a limit: the full tests (the traffic decides a bidirectional pull). */
         if (len > peer->eager_limit)
@@ -1887,6 +1902,8 @@ int hashi_am_core_init(const struct hashi_am_ops *am, size_t eager_limit, enum h
         return -1;
     }
     core.am = am;
+    core.stage_payload_lim = am->stage && am->send_staged && am->stage_max >= AM_SHORT_HDR
+                                 ? am->stage_max - AM_SHORT_HDR + 1 : 0;
     size_t room = am->max_send - sizeof(struct am_hdr);
     core.eager_limit = eager_limit < room ? eager_limit : room;
     core.frag_payload = room;

@@ -18,19 +18,6 @@ static void list_append(struct hashi_mq_list *l, struct hashi_mq_link *e)
     l->last = e;
 }
 
-static void list_remove(struct hashi_mq_list *l, struct hashi_mq_link *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        l->first = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        l->last = e->prev;
-    e->next = e->prev = NULL;
-}
-
 void hashi_mq_init(struct hashi_mq *q)
 {
     memset(q, 0, sizeof *q);
@@ -167,7 +154,7 @@ struct hashi_mq_posted *hashi_mq_match_arrival_general(struct hashi_mq *q, uint3
         p = any;
     if (!p)
         return NULL;
-    list_remove(p == any ? &c->posted_any : &b->posted, &p->link);
+    hashi_mq_list_remove(p == any ? &c->posted_any : &b->posted, &p->link);
     p->queued = 0;
     q->posted_count--;
     return p;
@@ -187,8 +174,8 @@ int hashi_mq_add_unexp(struct hashi_mq *q, struct hashi_mq_unexp *u)
 
 static void unexp_remove(struct hashi_mq *q, struct hashi_mq_ctx *c, struct hashi_mq_unexp *u)
 {
-    list_remove(&c->bins[u->source].unexp, &u->by_source);
-    list_remove(&c->unexp_all, &u->by_arrival);
+    hashi_mq_list_remove(&c->bins[u->source].unexp, &u->by_source);
+    hashi_mq_list_remove(&c->unexp_all, &u->by_arrival);
     q->unexp_count--;
 }
 
@@ -293,7 +280,7 @@ int hashi_mq_cancel(struct hashi_mq *q, struct hashi_mq_posted *p)
     struct hashi_mq_ctx *c = ctx_get(q, p->m.context_id, 0);
     if (!c)
         return 0;
-    list_remove(p->m.source == MPI_ANY_SOURCE ? &c->posted_any : &c->bins[p->m.source].posted, &p->link);
+    hashi_mq_list_remove(p->m.source == MPI_ANY_SOURCE ? &c->posted_any : &c->bins[p->m.source].posted, &p->link);
     p->queued = 0;
     q->posted_count--;
     return 1;

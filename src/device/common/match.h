@@ -29,6 +29,20 @@ struct hashi_mq_list {
     struct hashi_mq_link *first, *last;
 };
 
+/* Unlink e from l (the arrival's inline match and match.c share it). */
+static inline void hashi_mq_list_remove(struct hashi_mq_list *l, struct hashi_mq_link *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        l->first = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        l->last = e->prev;
+    e->next = e->prev = NULL;
+}
+
 struct hashi_mq_posted {
     struct hashi_mq_link link;
     uint64_t seq;               /* post order (set by hashi_mq_post) */
@@ -89,12 +103,11 @@ static inline struct hashi_mq_posted *hashi_mq_match_arrival(struct hashi_mq *q,
             struct hashi_mq_posted *p =
                 (struct hashi_mq_posted *)((char *)head - offsetof(struct hashi_mq_posted, link));
             if (p->m.tag == tag || p->m.tag == MPI_ANY_TAG) {
-                l->first = head->next;   /* head->prev is NULL */
-                if (head->next)
-                    head->next->prev = NULL;
-                else
-                    l->last = NULL;
-                head->next = NULL;
+                /* A list's first entry has no prev: said so, the compiler
+                 * drops that test and load from the shared unlink. */
+                if (head->prev)
+                    __builtin_unreachable();
+                hashi_mq_list_remove(l, head);
                 p->queued = 0;
                 q->posted_count--;
                 return p;

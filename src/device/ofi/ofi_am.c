@@ -144,6 +144,8 @@ static struct {
     struct abatch *open_batches, *batch_free;
     int batch_cached;
     uint64_t polls;         /* progress polls so far: a burst is sends within one gap */
+    /* The core writes small eager messages here (ops.stage, am_send_staged). */
+    _Alignas(64) unsigned char stage[FAST_INJECT];
 } am;
 
 /* ---------------------------------------------------------------- pools */
@@ -540,6 +542,35 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     return 0;
 }
 
+/*
+ * am_send's hot case for a message the core wrote into am.stage
+ * (hashi_am_ops.send_staged: the small MPI_Send): no header to copy again,
+ * no length or flag tests (the core stays within stage_max).
+ */
+static int am_send_staged(int dest, size_t len)
+{
+    /* Anything but the plain inject: as a payload without a header of its own. */
+    if (__builtin_expect((unsigned)dest >= (unsigned)hashi_job.size || hashi_ofi.tx_pending.head, 0))
+        return am_send_other(dest, am.stage, 0, am.stage, len, HASHI_AM_SEND_BUFFERED, NULL, NULL);
+    if (am.coalesce_max) {
+        struct apeer *p = &am.peers[dest];
+        if (p->open || p->last_send_poll == am.polls)
+            return am_send_other(dest, am.stage, 0, am.stage, len, HASHI_AM_SEND_BUFFERED, NULL, NULL);
+        p->last_send_poll = am.polls;   /* the next send to dest before a poll opens a batch */
+    }
+    ssize_t rc = fi_inject(hashi_ofi.ep, am.stage, len, hashi_ofi.peers[dest]);
+    if (__builtin_expect(rc != 0, 0)) {
+        if (rc != -FI_EAGAIN) {
+            hashi_ofi_warn("fi_inject", rc);
+            return -1;
+        }
+        hashi_ofi.eagain_count++;
+        return send_bounced(dest, am.stage, 0, am.stage, len, NULL, NULL);
+    }
+    hashi_wake_peer(dest);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ RMA */
 
 static int am_mem_reg(void *buf, size_t len, int peer, void **mem, void *rkey)
@@ -710,13 +741,6 @@ int hashi_ofi_am_init(char *err, size_t errlen)
         .get = am_get,
         .progress = am_progress,
     };
-    const char *rndv = hashi_param_str(HASHI_P_OFI_CORE_RNDV);
-    enum hashi_am_rndv mode = strcasecmp(rndv, "get") == 0       ? HASHI_AM_RNDV_GET
-                              : strcasecmp(rndv, "chunked") == 0 ? HASHI_AM_RNDV_CHUNKED
-                                                                 : HASHI_AM_RNDV_AUTO;
-    if (hashi_am_core_init(&am.ops, hashi_ofi.eager_limit, mode, err, errlen) != 0)
-        return -1;
-    hashi_device_ofi.p2p = hashi_am_p2p_ops;
     am.inject_max = hashi_ofi.inject_size < INJECT_STACK ? hashi_ofi.inject_size : INJECT_STACK;
 
     /* Batches need remote CQ data to mark them; the limit keeps the copies
@@ -736,6 +760,19 @@ int hashi_ofi_am_init(char *err, size_t errlen)
     am.fast_max = am.inject_max < FAST_INJECT ? am.inject_max : FAST_INJECT;
     if (am.coalesce_max && am.fast_max > am.coalesce_max)
         am.fast_max = am.coalesce_max;
+    if (am.fast_max) {
+        am.ops.stage = am.stage;
+        am.ops.stage_max = am.fast_max;
+        am.ops.send_staged = am_send_staged;
+    }
+
+    const char *rndv = hashi_param_str(HASHI_P_OFI_CORE_RNDV);
+    enum hashi_am_rndv mode = strcasecmp(rndv, "get") == 0       ? HASHI_AM_RNDV_GET
+                              : strcasecmp(rndv, "chunked") == 0 ? HASHI_AM_RNDV_CHUNKED
+                                                                 : HASHI_AM_RNDV_AUTO;
+    if (hashi_am_core_init(&am.ops, hashi_ofi.eager_limit, mode, err, errlen) != 0)
+        return -1;
+    hashi_device_ofi.p2p = hashi_am_p2p_ops;
     return 0;
 }
 

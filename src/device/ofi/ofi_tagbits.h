@@ -23,6 +23,11 @@
  *
  *   The waiting side posts the receive for (type, its peer, its cookie)
  *   before the peer can answer, so answers never meet application receives.
+ *   CANCEL (a sender withdrawing its rendezvous or synchronous message,
+ *   payload struct ofi_cancel) goes to a receive every rank keeps posted
+ *   for any world rank and cookie; its answers CANCEL_NO and CANCEL_YES
+ *   differ in bit 60 only, so the sender's one receive for the verdict
+ *   ignores that bit.
  */
 #ifndef HASHI_DEVICE_OFI_TAGBITS_H
 #define HASHI_DEVICE_OFI_TAGBITS_H
@@ -45,7 +50,25 @@
 #define OFI_MAX_SOURCE   ((1 << 20) - 1)
 #define OFI_MAX_CTRL_WORLD ((1 << 28) - 1)
 
-enum ofi_ctrl_type { OFI_CTRL_ACK = 1, OFI_CTRL_FIN = 2, OFI_CTRL_SELFTEST = 3 };
+enum ofi_ctrl_type {
+    OFI_CTRL_ACK = 1,
+    OFI_CTRL_FIN = 2,
+    OFI_CTRL_SELFTEST = 3,
+    OFI_CTRL_CANCEL = 4,
+    OFI_CTRL_CANCEL_NO = 6,
+    OFI_CTRL_CANCEL_YES = 7,
+};
+/* Ignore mask of the receive that takes a CANCEL from any rank, for any cookie. */
+#define OFI_TB_CTRL_PEER_MASK ((uint64_t)OFI_MAX_CTRL_WORLD << 32 | 0xffffffffull)
+/* Ignore mask of the sender's receive for either verdict. */
+#define OFI_TB_CTRL_VERDICT_BIT (1ull << 60)
+
+/* A CANCEL's payload: the envelope bits the withdrawn message carries (the
+ * receiver pulls that sender's messages on that context to find it). */
+struct ofi_cancel {
+    uint32_t context_id;
+    int32_t source;         /* the sender's rank in the communicator */
+};
 
 /* The RTS payload of a rendezvous message. */
 struct ofi_rts {
@@ -93,6 +116,14 @@ static inline uint32_t ofi_tb_context(uint64_t bits)
 static inline uint64_t ofi_tb_ctrl(enum ofi_ctrl_type type, int world, uint32_t cookie)
 {
     return OFI_TB_CTRL | (uint64_t)type << 60 | (uint64_t)(uint32_t)world << 32 | cookie;
+}
+static inline int ofi_tb_ctrl_world(uint64_t bits)
+{
+    return (int)((bits >> 32) & OFI_MAX_CTRL_WORLD);
+}
+static inline enum ofi_ctrl_type ofi_tb_ctrl_type(uint64_t bits)
+{
+    return (enum ofi_ctrl_type)((bits >> 60) & 7);
 }
 
 /* Whether a message with these bits matches a receive posted with (bits, ignore):

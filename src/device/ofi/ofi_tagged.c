@@ -28,6 +28,20 @@
  *     there before posting to the provider. HASHI_OFI_PROBE=auto uses what
  *     the start-up check (ofi_selftest.c) found.
  *
+ * Cancelling a send (MPI_Cancel)
+ *   A rendezvous or synchronous send names its message by (world rank,
+ *   cookie): the RTS carries both, a synchronous message's CQ data too.
+ *   Until its FIN / ACK came, the sender can ask the receiver with a CANCEL
+ *   (control bits, payload the message's context and source). The receiver
+ *   serves it from progress, outside the completion loop: the message is
+ *   either matched already (answer NO), on the pulled list, or still
+ *   unexpected in the provider, behind the sender's earlier messages on
+ *   that context. It pulls that sender's messages on the context, in
+ *   arrival order, onto the pulled list until it meets the named one,
+ *   which it drops (answer YES; no FIN or ACK follows); finding none means
+ *   a receive matched it. A plain eager message carries no name and is
+ *   complete once out: it is never cancelled (docs/ofi.md).
+ *
  * Receives smaller than an RTS land in a 32-byte buffer inside the request
  * (then copied) so an RTS is never truncated and its sender always gets FIN.
  * Receives smaller than the largest eager message get a second iov into a
@@ -61,7 +75,7 @@ extern struct hashi_device_ops hashi_device_ofi;
 
 /* ------------------------------------------------------- per-request state */
 
-enum { WAIT_LOCAL = 1, WAIT_ANSWER = 2 };
+enum { WAIT_LOCAL = 1, WAIT_ANSWER = 2, WAIT_VERDICT = 4 };
 
 struct tsend {
     struct ofi_op op;        /* synchronous eager data */
@@ -70,6 +84,9 @@ struct tsend {
     uint32_t cookie;
     uint8_t waiting;         /* WAIT_* */
     uint8_t answer;          /* enum ofi_ctrl_type awaited */
+    uint8_t cancel_asked;    /* a CANCEL went to the receiver */
+    uint8_t cancelled;       /* the receiver answered YES */
+    uint8_t finished;        /* completed (the MPI layer may reopen it for a cancel) */
     int error;
 };
 
@@ -122,7 +139,8 @@ struct bounce {
     unsigned char bytes[];
 };
 
-/* A message a probe took from the provider (recv probe mode). */
+/* A message the device took from the provider: by a probe (recv probe
+ * mode), or while looking for a message a sender cancels. */
 struct pulled {
     struct pulled *next, *prev;
     uint64_t bits, data;
@@ -139,15 +157,31 @@ struct peek {
     size_t len;
     int claim;
     int state;                     /* PEEK_* */
+    struct pulled *pulled;         /* Mprobe found it on the pulled list instead */
 };
 enum { PEEK_WAITING, PEEK_FOUND, PEEK_NONE, PEEK_CONSUMED };
 
-/* The single device-owned probe receive (recv probe mode). */
+/* The single device-owned receive that pulls a message from the provider. */
 struct probe_slot {
     struct ofi_op op;
     int posted;
+    struct pulled *got;     /* what its last completion put on the pulled list */
     unsigned char *buf;
     size_t len;
+};
+
+/* A peer's CANCEL, waiting to be served from progress. */
+struct peer_cancel {
+    struct peer_cancel *next;
+    int world;
+    uint32_t cookie;
+    struct ofi_cancel msg;
+};
+
+/* The receive every rank keeps posted for CANCELs. */
+struct cancel_listener {
+    struct ofi_op op;
+    struct ofi_cancel msg;
 };
 
 static struct {
@@ -158,6 +192,8 @@ static struct {
     size_t bounce_size;
     struct pulled *pulled_head, *pulled_tail;
     struct probe_slot probe;
+    struct cancel_listener listener;
+    struct peer_cancel *cancels_head, *cancels_tail;
     /* Where the part of a message beyond a small receive buffer goes, so the
      * provider never truncates (ofi_rxm 1.17 breaks the connection when it
      * does, libfabric issue 8274). Written, never read: receives share it. */
@@ -323,8 +359,9 @@ static void tsend_finish(struct MPI_ABI_Request *req)
     if (s->cookie)
         hashi_cookie_free(&tg.cookies, s->cookie);
     s->cookie = 0;
+    s->finished = 1;
     req->status.MPI_ERROR = s->error;
-    hashi_status_set_cancelled(&req->status, 0);
+    hashi_status_set_cancelled(&req->status, s->cancelled);
     hashi_request_complete(req);
 }
 
@@ -377,7 +414,7 @@ static void answer_recv_complete(struct ofi_op *op, const struct fi_cq_tagged_en
     struct tsend *s = container_of(op, struct tsend, ctl);
     struct MPI_ABI_Request *req = req_of_dev(s);
     (void)e;
-    if (err) {
+    if (err && !(err->err == FI_ECANCELED && s->cancelled)) {   /* withdrawn after a YES: no answer comes */
         hashi_log("ofi device: waiting for rank %d's %s failed: %s", req->dest_world,
                   s->answer == OFI_CTRL_FIN ? "FIN" : "ACK", fi_strerror(err->err));
         s->error = MPI_ERR_OTHER;
@@ -417,6 +454,9 @@ static int t_isend(struct MPI_ABI_Request *req)
     s->mr = NULL;
     s->cookie = 0;
     s->waiting = 0;
+    s->cancel_asked = 0;
+    s->cancelled = 0;
+    s->finished = 0;
     s->error = MPI_SUCCESS;
     uint64_t bits = ofi_tb_user(req->context_id, req->my_comm_rank, req->tag);
     size_t len = req->dev_bytes;
@@ -480,6 +520,91 @@ static int t_send_now(const void *buf, size_t len, int dest_world, int tag, uint
     if (context_id > OFI_MAX_CONTEXT)
         return MPI_ERR_INTERN;
     return send_copied(dest_world, ofi_tb_user(context_id, my_comm_rank, tag), buf, len, 0, 0, NULL, NULL);
+}
+
+/* The receiver's answer to a CANCEL (or the receive withdrawn because the
+ * CANCEL could not be sent: then as NO). After YES no FIN or ACK comes:
+ * their receive is withdrawn, and the send completes cancelled once that
+ * and its own data send are done. */
+/* The receive of a verdict: apart from the send's state, which has no room
+ * for a third operation (cancels are rare). */
+struct verdict_recv {
+    struct ofi_op op;
+    struct MPI_ABI_Request *req;
+};
+
+static void verdict_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct verdict_recv *v = container_of(op, struct verdict_recv, op);
+    struct MPI_ABI_Request *req = v->req;
+    struct tsend *s = tsend_of(req);
+    free(v);
+    if (err) {
+        if (err->err != FI_ECANCELED)
+            hashi_log("ofi device: waiting for rank %d's answer to a cancel failed: %s", req->dest_world,
+                      fi_strerror(err->err));
+    } else if (ofi_tb_ctrl_type(e->tag) == OFI_CTRL_CANCEL_YES) {
+        s->cancelled = 1;
+        if (hashi_ofi_unqueue(&s->ctl)) {
+            s->waiting &= (uint8_t)~WAIT_ANSWER;
+        } else {
+            /* Its FI_ECANCELED completion clears WAIT_ANSWER. */
+            ssize_t rc = fi_cancel(&hashi_ofi.ep->fid, &s->ctl.ctx);
+            if (rc != 0) {
+                hashi_ofi_warn("fi_cancel (ACK/FIN receive)", rc);
+                s->waiting &= (uint8_t)~WAIT_ANSWER;   /* completes; its receive stays posted, never matched */
+            }
+        }
+    }
+    tsend_progressed(req, WAIT_VERDICT);
+}
+
+static ssize_t verdict_post(struct ofi_op *op)
+{
+    struct MPI_ABI_Request *req = container_of(op, struct verdict_recv, op)->req;
+    const struct tsend *s = tsend_of(req);
+    uint64_t bits = ofi_tb_ctrl(OFI_CTRL_CANCEL_NO, req->dest_world, s->cookie);
+    return fi_trecv(hashi_ofi.ep, NULL, 0, NULL, FI_ADDR_UNSPEC, bits, OFI_TB_CTRL_VERDICT_BIT, &op->ctx);
+}
+
+static const struct ofi_op_class verdict_class = { "fi_trecv (cancel verdict)", 1, verdict_post, verdict_complete };
+
+/*
+ * MPI_Cancel of a send. Rendezvous and synchronous sends still waiting for
+ * their FIN / ACK ask the receiver (returns 1); everything else completes
+ * as it would (returns 0): an eager message is out and unnamed, a matched
+ * one has its answer, and a send completed before (reopened by the MPI
+ * layer) completes again at once, not cancelled.
+ */
+static int t_cancel_send(struct MPI_ABI_Request *req)
+{
+    struct tsend *s = tsend_of(req);
+    if (s->finished) {
+        tsend_finish(req);
+        return 0;
+    }
+    if (!(s->waiting & WAIT_ANSWER) || s->cancel_asked)
+        return 0;
+    struct verdict_recv *v = malloc(sizeof *v);
+    if (!v)
+        return 0;   /* not asked: the send completes normally */
+    v->op.cls = &verdict_class;
+    v->req = req;
+    s->cancel_asked = 1;
+    s->waiting |= WAIT_VERDICT;
+    hashi_ofi_post(&v->op);
+    struct ofi_cancel msg = { .context_id = req->context_id, .source = req->my_comm_rank };
+    if (send_copied(req->dest_world, ofi_tb_ctrl(OFI_CTRL_CANCEL, hashi_job.rank, s->cookie), &msg, sizeof msg, 0,
+                    0, NULL, NULL) == MPI_SUCCESS)
+        return 1;
+    hashi_log("ofi device: asking rank %d to cancel a message failed; the send completes normally", req->dest_world);
+    if (hashi_ofi_unqueue(&v->op)) {
+        free(v);
+        tsend_progressed(req, WAIT_VERDICT);
+    } else if (fi_cancel(&hashi_ofi.ep->fid, &v->op.ctx) != 0) {
+        s->waiting &= (uint8_t)~WAIT_VERDICT;   /* no verdict comes (v stays posted); FIN / ACK still do */
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ receives */
@@ -706,6 +831,12 @@ static int check_match(const struct hashi_match *m)
 
 /* ------------------------------------------------ pulled messages (recv probe) */
 
+static void pulled_unlink(struct pulled *p)
+{
+    if (p->prev) p->prev->next = p->next; else tg.pulled_head = p->next;
+    if (p->next) p->next->prev = p->prev; else tg.pulled_tail = p->prev;
+}
+
 static struct pulled *pulled_find(const struct hashi_match *m, int remove)
 {
     uint64_t bits, ignore;
@@ -713,10 +844,8 @@ static struct pulled *pulled_find(const struct hashi_match *m, int remove)
     for (struct pulled *p = tg.pulled_head; p; p = p->next) {
         if (!ofi_tb_matches(p->bits, bits, ignore))
             continue;
-        if (remove) {
-            if (p->prev) p->prev->next = p->next; else tg.pulled_head = p->next;
-            if (p->next) p->next->prev = p->prev; else tg.pulled_tail = p->prev;
-        }
+        if (remove)
+            pulled_unlink(p);
         return p;
     }
     return NULL;
@@ -748,6 +877,7 @@ static void probe_slot_complete(struct ofi_op *op, const struct fi_cq_tagged_ent
     p->data = e->data;
     p->len = e->len;
     memcpy(p->bytes, ps->buf, e->len);
+    ps->got = p;
     p->next = NULL;
     p->prev = tg.pulled_tail;
     if (tg.pulled_tail)
@@ -768,38 +898,156 @@ static int rx_settled(void)
     return hashi_ofi_queue_empty(1);
 }
 
-/* Take one message matching m from the provider onto the pulled list, if
- * one is there. Posted receives come first in the provider's order, so this
- * only takes messages nobody else was waiting for. */
-static void pull_one(const struct hashi_match *m)
+/* Take one message matching (bits, ignore) from the provider onto the
+ * pulled list, if one is there, and return it (else NULL). Posted receives
+ * come first in the provider's order, so this only takes messages nobody
+ * else was waiting for. */
+static struct pulled *pull_bits(uint64_t bits, uint64_t ignore)
 {
     struct probe_slot *ps = &tg.probe;
     if (ps->posted)
-        return;
-    uint64_t bits, ignore;
-    ofi_tb_recv(m->context_id, m->source, m->tag, &bits, &ignore);
+        return NULL;
+    ps->got = NULL;
     ps->op.cls = &probe_slot_class;
     ssize_t rc = fi_trecv(hashi_ofi.ep, ps->buf, ps->len, NULL, FI_ADDR_UNSPEC, bits, ignore, &ps->op.ctx);
     if (rc != 0) {
         if (rc != -FI_EAGAIN)
             hashi_ofi_warn("fi_trecv (probe)", rc);
-        return;
+        return NULL;
     }
     ps->posted = 1;
     for (int i = 0; i < 2 && ps->posted; i++)
         hashi_ofi_progress();
     if (!ps->posted)
-        return;
+        return ps->got;
     rc = fi_cancel(&hashi_ofi.ep->fid, &ps->op.ctx);
     if (rc != 0) {
         /* Left posted, it keeps the next matching message for the pulled list. */
         hashi_ofi_warn("fi_cancel (probe)", rc);
-        return;
+        return NULL;
     }
     /* The cancel or the receive's own completion arrives right away. */
     for (int i = 0; i < 1000000 && ps->posted; i++)
         hashi_ofi_progress();
+    return ps->posted ? NULL : ps->got;
 }
+
+static void pull_one(const struct hashi_match *m)
+{
+    uint64_t bits, ignore;
+    ofi_tb_recv(m->context_id, m->source, m->tag, &bits, &ignore);
+    (void)pull_bits(bits, ignore);
+}
+
+/* ------------------------------------------------- a peer's send cancel */
+
+/* Whether p is the message (world, cookie) names: an RTS or a synchronous
+ * eager message (plain eager messages carry no name). */
+static int pulled_is(const struct pulled *p, int world, uint32_t cookie)
+{
+    if (p->bits & OFI_TB_RNDV) {
+        struct ofi_rts rts;
+        if (p->len < sizeof rts)
+            return 0;
+        memcpy(&rts, p->bytes, sizeof rts);
+        return rts.world == world && rts.cookie == cookie;
+    }
+    return (p->bits & OFI_TB_SYNC) && p->data == ((uint64_t)(uint32_t)world << 32 | cookie);
+}
+
+/*
+ * Withdraw the message a CANCEL names; 1 if it was dropped, 0 if a receive
+ * matched it. The provider keeps a sender's messages in order, and the
+ * message left before its CANCEL, so it is matched, on the pulled list, or
+ * unexpected in the provider. Messages pulled on the way keep their order:
+ * all of that sender's on that context go, oldest first, to the pulled
+ * list, where receives and probes look before the provider.
+ */
+static int withdraw(const struct peer_cancel *pc)
+{
+    for (struct pulled *p = tg.pulled_head; p; p = p->next)
+        if (pulled_is(p, pc->world, pc->cookie)) {
+            pulled_unlink(p);
+            free(p);
+            return 1;
+        }
+    if (pc->msg.context_id > OFI_MAX_CONTEXT || pc->msg.source < 0 || pc->msg.source > OFI_MAX_SOURCE)
+        return 0;
+    uint64_t bits, ignore;
+    ofi_tb_recv(pc->msg.context_id, pc->msg.source, MPI_ANY_TAG, &bits, &ignore);
+    struct pulled *p;
+    while ((p = pull_bits(bits, ignore)) != NULL)
+        if (pulled_is(p, pc->world, pc->cookie)) {
+            pulled_unlink(p);
+            free(p);
+            return 1;
+        }
+    return 0;
+}
+
+/* Answer the CANCELs that came, from progress (pulling runs progress
+ * itself, which the completion loop must not). A receive the provider
+ * refused for now could be the one that matches: wait until it is posted. */
+static int serve_cancels(void)
+{
+    int served = 0;
+    while (tg.cancels_head && rx_settled()) {
+        struct peer_cancel *pc = tg.cancels_head;
+        tg.cancels_head = pc->next;
+        if (!tg.cancels_head)
+            tg.cancels_tail = NULL;
+        if (pc->world < 0 || pc->world >= hashi_job.size) {
+            hashi_log("ofi device: a send cancel names rank %d, outside the job", pc->world);
+            free(pc);
+            continue;
+        }
+        int yes = withdraw(pc);
+        HASHI_DEBUG(4, "ofi device: rank %d cancels message %u: %s", pc->world, pc->cookie, yes ? "yes" : "no");
+        if (send_copied(pc->world, ofi_tb_ctrl(yes ? OFI_CTRL_CANCEL_YES : OFI_CTRL_CANCEL_NO, hashi_job.rank,
+                                               pc->cookie), NULL, 0, 0, 0, NULL, NULL) != MPI_SUCCESS)
+            hashi_log("ofi device: answering rank %d's cancel failed; its send will not complete", pc->world);
+        free(pc);
+        served++;
+    }
+    return served;
+}
+
+static ssize_t listener_post(struct ofi_op *op)
+{
+    struct cancel_listener *l = container_of(op, struct cancel_listener, op);
+    return fi_trecv(hashi_ofi.ep, &l->msg, sizeof l->msg, NULL, FI_ADDR_UNSPEC, ofi_tb_ctrl(OFI_CTRL_CANCEL, 0, 0),
+                    OFI_TB_CTRL_PEER_MASK, &op->ctx);
+}
+
+static void listener_complete(struct ofi_op *op, const struct fi_cq_tagged_entry *e, const struct fi_cq_err_entry *err)
+{
+    struct cancel_listener *l = container_of(op, struct cancel_listener, op);
+    if (err) {
+        if (err->err == FI_ECANCELED)
+            return;
+        hashi_log("ofi device: receiving a send cancel failed: %s", fi_strerror(err->err));
+    } else {
+        struct peer_cancel *pc = malloc(sizeof *pc);
+        if (!pc) {
+            hashi_log("ofi device: out of memory keeping a send cancel");
+            abort();
+        }
+        pc->next = NULL;
+        pc->world = ofi_tb_ctrl_world(e->tag);
+        pc->cookie = (uint32_t)e->tag;
+        pc->msg = l->msg;
+        if (e->len < sizeof l->msg)
+            pc->msg.source = -1;   /* malformed: answered NO */
+        if (tg.cancels_tail)
+            tg.cancels_tail->next = pc;
+        else
+            tg.cancels_head = pc;
+        tg.cancels_tail = pc;
+    }
+    hashi_ofi_post(op);
+}
+
+static const struct ofi_op_class listener_class = { "fi_trecv (send cancels)", 1, listener_post, listener_complete };
 
 /* ------------------------------------------------------------- peek */
 
@@ -946,6 +1194,13 @@ static int t_iprobe(const struct hashi_match *m, int *flag, struct hashi_envelop
         }
         return MPI_SUCCESS;
     }
+    /* Messages pulled for a send cancel precede their sender's in the provider. */
+    struct pulled *p = tg.pulled_head ? pulled_find(m, 0) : NULL;
+    if (p) {
+        *flag = 1;
+        pulled_envelope(p, env);
+        return MPI_SUCCESS;
+    }
     if (!rx_settled())
         return MPI_SUCCESS;
     struct peek pk;
@@ -978,11 +1233,20 @@ static int t_improbe(const struct hashi_match *m, int *flag, struct hashi_envelo
         }
         return MPI_SUCCESS;
     }
-    if (!rx_settled())
+    struct pulled *p = tg.pulled_head ? pulled_find(m, 0) : NULL;
+    if (!p && !rx_settled())
         return MPI_SUCCESS;
     struct peek *pk = calloc(1, sizeof *pk);
     if (!pk)
         return MPI_ERR_NO_MEM;
+    if (p) {
+        pulled_unlink(p);
+        pk->pulled = p;
+        *flag = 1;
+        pulled_envelope(p, env);
+        *msg = (struct hashi_message *)pk;
+        return MPI_SUCCESS;
+    }
     ofi_tb_recv(m->context_id, m->source, m->tag, &pk->bits, &pk->ignore);
     if (do_peek(pk, 1) == 0 && pk->state == PEEK_FOUND) {
         *flag = 1;
@@ -1009,6 +1273,13 @@ static int t_imrecv(struct MPI_ABI_Request *req, struct hashi_message *msg)
         return MPI_SUCCESS;
     }
     struct peek *pk = (struct peek *)msg;
+    if (pk->pulled) {
+        struct pulled *p = pk->pulled;
+        free(pk);
+        deliver(req, p->bits, p->data, p->bytes, p->len, 0);
+        free(p);
+        return MPI_SUCCESS;
+    }
     pk->req = req;
     pk->op.cls = &claim_recv_class;
     hashi_ofi_post(&pk->op);
@@ -1036,7 +1307,10 @@ static int t_cancel_recv(struct MPI_ABI_Request *req)
 
 static int t_progress(void)
 {
-    return hashi_ofi_poll();
+    int events = hashi_ofi_poll();
+    if (__builtin_expect(tg.cancels_head != NULL, 0))
+        events += serve_cancels();
+    return events;
 }
 
 /* ------------------------------------------------------------ life cycle */
@@ -1055,7 +1329,7 @@ int hashi_ofi_tagged_init(char *err, size_t errlen)
         .improbe = t_improbe,
         .imrecv = t_imrecv,
         .cancel_recv = t_cancel_recv,
-        .cancel_send = NULL,
+        .cancel_send = t_cancel_send,
         .send_now = t_send_now,
         .progress = t_progress,
         .eager_limit = hashi_ofi.eager_limit,
@@ -1079,15 +1353,16 @@ int hashi_ofi_tagged_connect(char *err, size_t errlen)
         snprintf(err, errlen, "ofi device: out of memory");
         return -1;
     }
-    if (!tg.probe_peek) {
-        /* Every message the provider carries fits: eager data or an RTS. */
-        tg.probe.len = hashi_ofi.peer_eager_max > RTS_SIZE ? hashi_ofi.peer_eager_max : RTS_SIZE;
-        tg.probe.buf = malloc(tg.probe.len);
-        if (!tg.probe.buf) {
-            snprintf(err, errlen, "ofi device: out of memory");
-            return -1;
-        }
+    /* Probes (recv mode) and send cancels pull messages into it. Every
+     * message the provider carries fits: eager data or an RTS. */
+    tg.probe.len = hashi_ofi.peer_eager_max > RTS_SIZE ? hashi_ofi.peer_eager_max : RTS_SIZE;
+    tg.probe.buf = malloc(tg.probe.len);
+    if (!tg.probe.buf) {
+        snprintf(err, errlen, "ofi device: out of memory");
+        return -1;
     }
+    tg.listener.op.cls = &listener_class;
+    hashi_ofi_post(&tg.listener.op);
     HASHI_DEBUG(1, "ofi device: tagged matching, eager up to %zu bytes (inject %zu), probe by %s",
                 hashi_ofi.eager_limit, hashi_ofi.inject_size, tg.probe_peek ? "FI_PEEK" : "receive");
     return 0;
@@ -1104,6 +1379,11 @@ void hashi_ofi_tagged_finalize(void)
         struct pulled *p = tg.pulled_head;
         tg.pulled_head = p->next;
         free(p);
+    }
+    while (tg.cancels_head) {
+        struct peer_cancel *pc = tg.cancels_head;
+        tg.cancels_head = pc->next;
+        free(pc);
     }
     free(tg.probe.buf);
     free(tg.sink);
