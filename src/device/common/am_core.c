@@ -1707,13 +1707,13 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
     if (tag < 0)
         return MPI_ERR_TAG;
     struct am_peer *peer = &core.peers[dest_world];
+    struct am_hdr h = {
+        .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
+        .tag = tag, .seq = peer->send_seq, .size = len,
+    };
     unsigned flags = HASHI_AM_SEND_BUFFERED;
     if (__builtin_expect(len <= peer->plain_max && len < core.stage_payload_lim, 1)) {
         /* Built once, in the device's buffer. */
-        struct am_hdr h = {
-            .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
-            .tag = tag, .seq = peer->send_seq,
-        };
         unsigned char *stage = core.am->stage;
         memcpy(stage, &h, AM_SHORT_HDR);
         hashi_copy(stage + AM_SHORT_HDR, buf, len);
@@ -1730,10 +1730,6 @@ static int am_send_now(const void *buf, size_t len, int dest_world, int tag, uin
             return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a pull, or in place */
         flags = eager_flags(dest_world, len);
     }
-    struct am_hdr h = {
-        .type = AM_EAGER, .src_world = hashi_job.rank, .context_id = context_id, .source = my_comm_rank,
-        .tag = tag, .seq = peer->send_seq, .size = len,
-    };
     int rc = core.am->send(dest_world, &h, AM_SHORT_HDR, buf, len, flags, NULL, NULL);
     if (rc == -EAGAIN && (flags & HASHI_AM_SEND_NOWAIT))
         return HASHI_DEVICE_P2P_DECLINE;   /* the request path sends it as a busy pull */

@@ -506,14 +506,15 @@ static __attribute__((noinline)) int am_send_other(int dest, const void *hdr, si
 
 /*
  * The hot case (a ping-pong's every message): a buffered small message that
- * opens no batch, assembled on the stack and injected, complete before this
- * returns. am.fast_max is 0 when the provider's inject size is smaller, and
- * the test on the destination also covers the batch state: a send that
- * follows another to the same peer within one gap between polls (a burst)
- * takes am_send_other and batch_add.
+ * opens no batch, injected and complete before this returns. `built` is the
+ * message already assembled (the core's stage, am_send_staged) or NULL:
+ * assembled here on the stack from hdr and data. am.fast_max is 0 when the
+ * provider's inject size is smaller, and the test on the destination also
+ * covers the batch state: a send that follows another to the same peer
+ * within one gap between polls (a burst) takes am_send_other and batch_add.
  */
-static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
-                   hashi_am_done_fn done, void *arg)
+static inline int send_fast(int dest, const unsigned char *built, const void *hdr, size_t hdr_len, const void *data,
+                            size_t len, unsigned flags, hashi_am_done_fn done, void *arg)
 {
     size_t total = hdr_len + len;
     if (__builtin_expect(!(flags & HASHI_AM_SEND_BUFFERED) || total > am.fast_max || hdr_len > HASHI_AM_HDR_MAX ||
@@ -526,8 +527,11 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
         p->last_send_poll = am.polls;   /* the next send to dest before a poll opens a batch */
     }
     unsigned char msg[FAST_INJECT];
-    assemble(msg, hdr, hdr_len, data, len);
-    ssize_t rc = fi_inject(hashi_ofi.ep, msg, total, hashi_ofi.peers[dest]);
+    if (!built) {
+        assemble(msg, hdr, hdr_len, data, len);
+        built = msg;
+    }
+    ssize_t rc = fi_inject(hashi_ofi.ep, built, total, hashi_ofi.peers[dest]);
     if (__builtin_expect(rc != 0, 0)) {
         if (rc != -FI_EAGAIN) {
             hashi_ofi_warn("fi_inject", rc);
@@ -542,33 +546,18 @@ static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, 
     return 0;
 }
 
-/*
- * am_send's hot case for a message the core wrote into am.stage
- * (hashi_am_ops.send_staged: the small MPI_Send): no header to copy again,
- * no length or flag tests (the core stays within stage_max).
- */
+static int am_send(int dest, const void *hdr, size_t hdr_len, const void *data, size_t len, unsigned flags,
+                   hashi_am_done_fn done, void *arg)
+{
+    return send_fast(dest, NULL, hdr, hdr_len, data, len, flags, done, arg);
+}
+
+/* hashi_am_ops.send_staged: the core wrote the whole message into am.stage
+ * (the small MPI_Send); sent as a payload without a header of its own, with
+ * no copy on the hot case. */
 static int am_send_staged(int dest, size_t len)
 {
-    /* Anything but the plain inject: as a payload without a header of its own. */
-    if (__builtin_expect((unsigned)dest >= (unsigned)hashi_job.size || hashi_ofi.tx_pending.head, 0))
-        return am_send_other(dest, am.stage, 0, am.stage, len, HASHI_AM_SEND_BUFFERED, NULL, NULL);
-    if (am.coalesce_max) {
-        struct apeer *p = &am.peers[dest];
-        if (p->open || p->last_send_poll == am.polls)
-            return am_send_other(dest, am.stage, 0, am.stage, len, HASHI_AM_SEND_BUFFERED, NULL, NULL);
-        p->last_send_poll = am.polls;   /* the next send to dest before a poll opens a batch */
-    }
-    ssize_t rc = fi_inject(hashi_ofi.ep, am.stage, len, hashi_ofi.peers[dest]);
-    if (__builtin_expect(rc != 0, 0)) {
-        if (rc != -FI_EAGAIN) {
-            hashi_ofi_warn("fi_inject", rc);
-            return -1;
-        }
-        hashi_ofi.eagain_count++;
-        return send_bounced(dest, am.stage, 0, am.stage, len, NULL, NULL);
-    }
-    hashi_wake_peer(dest);
-    return 0;
+    return send_fast(dest, am.stage, am.stage, 0, am.stage, len, HASHI_AM_SEND_BUFFERED, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ RMA */
